@@ -1,0 +1,105 @@
+// Package httpx holds the small HTTP helpers every asmp handler shares: one
+// way to write JSON, one way to write an error body with a hint, one way to
+// read a bounded request body, and the handler adapter that turns returned
+// errors into responses.
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// DefaultMaxBody is the request body limit when none is configured (1 MiB).
+const DefaultMaxBody = 1 << 20
+
+// WriteJSON writes v as JSON with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		WriteError(w, nil, &protocol.Error{Code: protocol.EInternal, Hint: "encoding failed", Err: err})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b = append(b, '\n')
+	_, _ = w.Write(b)
+}
+
+// WriteError writes err's body ({"hint": …, "error": code, …}) with the
+// status of its code. Server faults (5xx) are logged with their cause when
+// log is not nil; their body never carries it.
+func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
+	code := protocol.ErrorCode(err)
+	status := protocol.StatusOf(code)
+	if status >= 500 && log != nil {
+		log.Error("request failed", "err", err)
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Code == protocol.ERateLimited {
+		if ra, ok := pe.Fields["retry_after"]; ok {
+			if s, ok := ra.(int); ok {
+				w.Header().Set("Retry-After", itoa(s))
+			}
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, status, protocol.Body(err))
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// ReadBody reads the whole request body, up to limit bytes (0 = DefaultMaxBody).
+// A longer body gives an ETooLarge error (413).
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(limit)
+		}
+		return nil, protocol.Errorf(protocol.EInvalid, "Could not read the request body: %v.", err)
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) error {
+	return protocol.Errorf(protocol.ETooLarge, "The request body is larger than the limit of %d bytes; send less.", limit).
+		With("limit_bytes", limit)
+}
+
+// ReadObject reads the body and decodes it as one JSON object (see
+// protocol.DecodeObject); an empty body is an empty object.
+func ReadObject(w http.ResponseWriter, r *http.Request, limit int64, maxDepth int) (map[string]any, error) {
+	b, err := ReadBody(w, r, limit)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.DecodeObject(b, maxDepth)
+}
+
+// HandlerFunc is an HTTP handler that returns an error instead of writing it.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handle adapts h to http.Handler: a returned error is written with
+// WriteError (and logged when it is a server fault).
+func Handle(log *slog.Logger, h HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			WriteError(w, log, err)
+		}
+	})
+}
