@@ -34,6 +34,8 @@ type Snapshot struct {
 	Status     string
 	Data       json.RawMessage // a JSON object; never nil in stored records
 	Milestones []string
+	// Error explains a failed status (a task's failure), shown as the hint.
+	Error string
 }
 
 // Run is the current state of one workflow run.

@@ -1,0 +1,198 @@
+// Package engine runs ASMP workflows on a store: it starts runs, builds State
+// Frames and CLI objects, applies transitions as compare-and-set commits that
+// are re-validated after every lost race, invokes stage tools, serves stage
+// resources and skills, and runs background tasks.
+//
+// The engine knows nothing of HTTP; package server exposes it over HTTP and
+// package client can drive it in-process.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxRetries = 32
+	DefaultLease      = 30 * time.Second
+)
+
+// RowInvoker runs an OIP directory row on behalf of a workflow tool or task.
+// Package oip provides the implementation; without one, row-bound tools and
+// tasks answer "not implemented".
+type RowInvoker interface {
+	// InvokeRow invokes the current version of row key with input and waits
+	// for its outcome. result is what a row tool returns as {"result": …};
+	// ok reports whether the command succeeded (for a task's success or
+	// failure action); reason explains a failure.
+	InvokeRow(ctx context.Context, call RowCall) (result any, ok bool, reason string, err error)
+}
+
+// RowCall describes one invocation of a directory row by a workflow.
+type RowCall struct {
+	Key   string         // the row's key
+	Input map[string]any // input for the row
+	// FromData is set for tasks: Input is the run's data, and keys the row
+	// does not declare are dropped instead of refused.
+	FromData bool
+	RunID    string
+	State    string
+	Tool     string // the tool name, for tools
+	TaskID   string // the task id, for tasks (stable across attempts)
+	Attempt  int    // the task attempt, from 1
+	// Actor is the principal on whose behalf the row runs ("task" for tasks).
+	Actor string
+	// Scopes are the caller's scopes; nil means all (tasks run with the
+	// server's own authority).
+	Scopes []string
+	// Progress, when set, receives progress reports while the row runs.
+	Progress func(progress, hint string)
+}
+
+// Options configure an Engine. The zero value (or nil) means defaults.
+type Options struct {
+	// Default is the workflow used when a run is started without a
+	// workflow_id; "" means the first workflow given to New.
+	Default string
+	// Logger receives the engine's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewRunID returns run ids; nil means UUIDv7.
+	NewRunID func() string
+	// MaxRetries bounds how often a transition is re-validated after losing
+	// a compare-and-set to a concurrent writer (default DefaultMaxRetries).
+	MaxRetries int
+	// Invoker runs directory rows for row-bound tools and tasks.
+	Invoker RowInvoker
+}
+
+// Engine runs workflows. It is safe for concurrent use.
+type Engine struct {
+	store   store.Store
+	defs    map[string]*workflow.Definition
+	order   []*workflow.Definition
+	def     *workflow.Definition
+	skills  map[string]*workflow.Skill
+	log     *slog.Logger
+	now     func() time.Time
+	newID   func() string
+	retries int
+	invoker RowInvoker
+	locks   [256]sync.Mutex
+	hub     *Hub
+}
+
+// New returns an engine serving the given workflows from st.
+func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if len(defs) == 0 {
+		return nil, fmt.Errorf("engine: no workflows to serve")
+	}
+	e := &Engine{
+		store:   st,
+		defs:    map[string]*workflow.Definition{},
+		skills:  map[string]*workflow.Skill{},
+		log:     opts.Logger,
+		now:     opts.Now,
+		newID:   opts.NewRunID,
+		retries: opts.MaxRetries,
+		invoker: opts.Invoker,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.newID == nil {
+		e.newID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if e.retries <= 0 {
+		e.retries = DefaultMaxRetries
+	}
+	for _, d := range defs {
+		if _, dup := e.defs[d.ID]; dup {
+			return nil, fmt.Errorf("engine: workflow %q is given twice", d.ID)
+		}
+		e.defs[d.ID] = d
+		e.order = append(e.order, d)
+		for _, s := range d.States {
+			if s.Skill == nil {
+				continue
+			}
+			if prev, ok := e.skills[s.Skill.Path]; ok && !sameSkill(prev, s.Skill) {
+				return nil, fmt.Errorf("engine: skill path %q is used by two different skills; give one of them another path", s.Skill.Path)
+			}
+			e.skills[s.Skill.Path] = s.Skill
+		}
+	}
+	e.def = e.order[0]
+	if opts.Default != "" {
+		d, ok := e.defs[opts.Default]
+		if !ok {
+			return nil, fmt.Errorf("engine: default workflow %q is not served", opts.Default)
+		}
+		e.def = d
+	}
+	e.hub = newHub()
+	return e, nil
+}
+
+func sameSkill(a, b *workflow.Skill) bool {
+	return a == b || (a.Name == b.Name && a.FS == b.FS && string(a.Content) == string(b.Content))
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Workflows returns the served workflows in the order given to New.
+func (e *Engine) Workflows() []*workflow.Definition { return e.order }
+
+// Default returns the default workflow.
+func (e *Engine) Default() *workflow.Definition { return e.def }
+
+// Workflow returns a served workflow by id.
+func (e *Engine) Workflow(id string) (*workflow.Definition, bool) {
+	d, ok := e.defs[id]
+	return d, ok
+}
+
+// WorkflowIDs returns the ids of the served workflows, sorted.
+func (e *Engine) WorkflowIDs() []string {
+	ids := make([]string, 0, len(e.defs))
+	for id := range e.defs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (e *Engine) lock(runID string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(runID))
+	return &e.locks[h.Sum32()%uint32(len(e.locks))]
+}
+
+func notFound(runID string) error {
+	return protocol.Errorf(protocol.ENotFound, "Run not found: no run has id %q. Start one with POST /runs.", runID)
+}
+
+func internal(op string, err error) error {
+	return &protocol.Error{Code: protocol.EInternal, Hint: op, Err: err}
+}

@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"net/url"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// Frame builds the State Frame of r. base is the API base URL the client
+// used (no trailing slash); every href in the frame is absolute under it.
+func (e *Engine) Frame(r *Run, base string) protocol.Frame {
+	return e.frameOf(r.Def, r.ID, r.Snapshot, r.Data, base)
+}
+
+// EventFrame builds the frame a run showed right after event ev.
+func (e *Engine) EventFrame(def *workflow.Definition, ev *store.Event, base string) (protocol.Frame, error) {
+	data, err := decodeData(ev.Data)
+	if err != nil {
+		return protocol.Frame{}, internal("stored event data is not a JSON object", err)
+	}
+	return e.frameOf(def, ev.RunID, ev.Snapshot, data, base), nil
+}
+
+func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, base string) protocol.Frame {
+	r := &Run{Run: store.Run{ID: runID, WorkflowID: def.ID, Snapshot: snap}, Def: def, Data: data}
+	st := r.StateDef()
+	runURL := base + "/runs/" + runID
+	f := protocol.Frame{
+		RunID:       runID,
+		WorkflowID:  def.ID,
+		ResourceURL: base,
+		State:       snap.State,
+		Status:      r.Status(),
+		NextStates:  []protocol.NextState{},
+		Milestones:  snap.Milestones,
+		StreamURL:   runURL + "/stream",
+		Links: map[string]protocol.Link{
+			"self":   {Href: runURL, Method: "GET"},
+			"cli":    {Href: runURL + "/cli", Method: "GET"},
+			"events": {Href: runURL + "/events", Method: "GET"},
+		},
+	}
+	if len(data) > 0 {
+		f.Data = data
+	}
+	if st != nil {
+		f.Hint = st.Hint
+	}
+	if snap.Status == protocol.StatusFailed && snap.Error != "" {
+		f.Hint = snap.Error
+	}
+	for _, t := range e.Offered(r) {
+		f.NextStates = append(f.NextStates, protocol.NextState{
+			Action:     t.Action,
+			Method:     "POST",
+			Href:       runURL + "/transitions/" + url.PathEscape(t.Action),
+			Expects:    t.Expects,
+			IsCritical: t.IsCritical,
+		})
+	}
+	if st == nil {
+		return f
+	}
+	if st.Skill != nil {
+		f.ActiveSkill = &protocol.ActiveSkill{
+			Name:           st.Skill.Name,
+			URL:            base + "/skills/" + escapePath(st.Skill.Path),
+			ContextSummary: st.Skill.ContextSummary,
+			Version:        st.Skill.Version,
+		}
+	}
+	for _, t := range st.Tools {
+		f.Tools = append(f.Tools, protocol.Tool{
+			Name:        t.Name,
+			Href:        runURL + "/invoke/" + url.PathEscape(t.Name),
+			Description: t.Description,
+			Expects:     t.Expects,
+		})
+	}
+	for _, res := range st.Resources {
+		f.Resources = append(f.Resources, protocol.Resource{
+			URI:      runURL + "/resources/" + escapePath(res.Path),
+			Name:     res.Name,
+			MimeType: res.MimeType,
+		})
+	}
+	return f
+}
+
+func escapePath(p string) string {
+	return (&url.URL{Path: p}).EscapedPath()
+}
+
+// CLI builds the dynamic CLI object of r (SPEC section 3): from the state's
+// hook when it has one, else generated from the frame.
+func (e *Engine) CLI(r *Run) protocol.CLI {
+	st := r.StateDef()
+	offered := e.Offered(r)
+	hint := ""
+	if st != nil {
+		hint = st.Hint
+	}
+	if r.Snapshot.Status == protocol.StatusFailed && r.Snapshot.Error != "" {
+		hint = r.Snapshot.Error
+	}
+	c := protocol.CLI{Prompt: protocol.DefaultPrompt, Hint: hint, RunID: r.ID}
+	var hook *workflow.CLIHook
+	if st != nil {
+		hook = st.CLI
+	}
+	used := map[string]bool{}
+	if hook != nil {
+		if hook.Prompt != "" {
+			c.Prompt = hook.Prompt
+		}
+		if hook.Hint != "" {
+			c.Hint = hook.Hint
+		}
+		c.InputHint = hook.InputHint
+		for _, o := range hook.Options {
+			if used[o.Action] || !offeredAction(offered, o.Action) {
+				continue
+			}
+			used[o.Action] = true
+			c.Options = append(c.Options, protocol.CLIOption{Action: o.Action, Label: o.Label, Keys: o.Keys})
+		}
+	}
+	for _, t := range offered {
+		if !used[t.Action] {
+			c.Options = append(c.Options, protocol.CLIOption{Action: t.Action, Label: t.Action})
+		}
+	}
+	if hook == nil {
+		c.InputHint = generatedInputHint(offered)
+	}
+	return c
+}
+
+func offeredAction(ts []*workflow.Transition, action string) bool {
+	for _, t := range ts {
+		if t.Action == action {
+			return true
+		}
+	}
+	return false
+}
+
+// generatedInputHint describes the fields the offered transitions expect,
+// e.g. "value (string):". With several transitions expecting input, each
+// is prefixed with its action.
+func generatedInputHint(ts []*workflow.Transition) string {
+	var with []*workflow.Transition
+	for _, t := range ts {
+		if len(t.Expects) > 0 {
+			with = append(with, t)
+		}
+	}
+	switch len(with) {
+	case 0:
+		return ""
+	case 1:
+		return protocol.DescribeExpects(with[0].Expects) + ":"
+	}
+	s := ""
+	for i, t := range with {
+		if i > 0 {
+			s += "; "
+		}
+		s += t.Action + ": " + protocol.DescribeExpects(t.Expects)
+	}
+	return s + ":"
+}
+
+// DiscoveryRunID is the run_id of the discovery frame, which stands for no
+// run: GET / never creates one.
+const DiscoveryRunID = "00000000-0000-0000-0000-000000000000"
+
+// DiscoveryState is the state of the discovery frame.
+const DiscoveryState = "DISCOVERY"
+
+// Discovery builds the discovery frame served at GET /: one start action per
+// served workflow (or only workflowID's, for a scoped API), whose href is a
+// POST that creates a run. rootBase is the server's base URL.
+func (e *Engine) Discovery(rootBase, workflowID string) protocol.Frame {
+	defs := e.order
+	def := e.def
+	if workflowID != "" {
+		if d, ok := e.defs[workflowID]; ok {
+			defs = []*workflow.Definition{d}
+			def = d
+		}
+	}
+	base := rootBase
+	if workflowID != "" {
+		base = rootBase + "/w/" + workflowID
+	}
+	f := protocol.Frame{
+		RunID:       DiscoveryRunID,
+		WorkflowID:  def.ID,
+		ResourceURL: base,
+		State:       DiscoveryState,
+		Status:      protocol.StatusActive,
+		NextStates:  []protocol.NextState{},
+		Links: map[string]protocol.Link{
+			"self":      {Href: base + "/", Method: "GET"},
+			"workflows": {Href: rootBase + "/workflows", Method: "GET"},
+			"openapi":   {Href: base + "/openapi.json", Method: "GET"},
+		},
+	}
+	if len(defs) == 1 {
+		f.Hint = "This server serves workflow " + def.ID + ". POST to the start action's href to create a run; the answer is the run's first State Frame."
+	} else {
+		f.Hint = "This server serves several workflows. POST to one start action's href to create a run of that workflow; the answer is the run's first State Frame."
+	}
+	for _, d := range defs {
+		f.NextStates = append(f.NextStates, protocol.NextState{
+			Action: StartAction(d.ID),
+			Method: "POST",
+			Href:   StartHref(rootBase, d.ID),
+		})
+	}
+	return f
+}
+
+// StartAction names the discovery action that starts a run of workflowID.
+func StartAction(workflowID string) string { return "start:" + workflowID }
+
+// StartHref is the URL that creates a run of workflowID.
+func StartHref(rootBase, workflowID string) string {
+	return rootBase + "/w/" + workflowID + "/runs"
+}

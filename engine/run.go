@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// Run is a run as the engine sees it: the stored run, its definition, and
+// its decoded data.
+type Run struct {
+	store.Run
+	Def  *workflow.Definition
+	Data map[string]any
+}
+
+// StateDef returns the definition of the run's current state.
+func (r *Run) StateDef() *workflow.State {
+	s, _ := r.Def.State(r.State)
+	return s
+}
+
+// Status returns the run's status as frames show it.
+func (r *Run) Status() string {
+	if r.Snapshot.Status != "" {
+		return r.Snapshot.Status
+	}
+	if s := r.StateDef(); s != nil {
+		return r.Def.StatusOf(s)
+	}
+	return protocol.StatusActive
+}
+
+// ETag returns the run's version as a quoted HTTP entity tag.
+func (r *Run) ETag() string { return ETag(r.Version) }
+
+// ETag formats a version as a quoted entity tag.
+func ETag(version int64) string {
+	return `"` + itoa(version) + `"`
+}
+
+// StartOptions qualify StartRun.
+type StartOptions struct {
+	Actor string
+}
+
+// StartRun creates a run of workflowID ("" = the default workflow) with
+// initial data, and returns it.
+func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[string]any, o StartOptions) (*Run, error) {
+	def := e.def
+	if workflowID != "" {
+		d, ok := e.defs[workflowID]
+		if !ok {
+			return nil, protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", workflowID, strings.Join(e.WorkflowIDs(), ", ")).
+				With("workflows", e.WorkflowIDs())
+		}
+		def = d
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.EInvalid, "The initial data cannot be stored as JSON: %v.", err)
+	}
+	now := e.now().UTC()
+	initial, _ := def.State(def.InitialState)
+	snap := store.Snapshot{State: def.InitialState, Data: raw}
+	if initial.Milestone != "" {
+		snap.Milestones = []string{initial.Milestone}
+	}
+	run := store.Run{ID: e.newID(), WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now}
+	c := store.Commit{
+		Run:   run,
+		Event: store.Event{RunID: run.ID, Seq: 1, Time: now, Kind: store.EventCreated, To: def.InitialState, Actor: actorOr(o.Actor), Snapshot: snap},
+	}
+	if initial.Task != nil {
+		c.Run.Snapshot.Status = protocol.StatusProcessing
+		c.Event.Snapshot = c.Run.Snapshot
+		c.Enqueue = e.newTask(run.ID, def.InitialState, 1, now)
+	}
+	if err := e.store.CreateRun(ctx, c); err != nil {
+		return nil, internal("could not store the new run", err)
+	}
+	e.published(c.Event)
+	return &Run{Run: c.Run, Def: def, Data: data}, nil
+}
+
+// GetRun returns the run's current value. ENotFound for an unknown run.
+func (e *Engine) GetRun(ctx context.Context, runID string) (*Run, error) {
+	sr, err := e.store.GetRun(ctx, runID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound(runID)
+		}
+		return nil, internal("could not read the run", err)
+	}
+	return e.view(sr)
+}
+
+func (e *Engine) view(sr store.Run) (*Run, error) {
+	def, ok := e.defs[sr.WorkflowID]
+	if !ok {
+		return nil, protocol.Errorf(protocol.ENotFound, "Run %s belongs to workflow %q, which this server no longer serves.", sr.ID, sr.WorkflowID)
+	}
+	data, err := decodeData(sr.Data)
+	if err != nil {
+		return nil, internal("stored run data is not a JSON object", err)
+	}
+	return &Run{Run: sr, Def: def, Data: data}, nil
+}
+
+func decodeData(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := protocol.DecodeValue(raw, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("data is not an object")
+	}
+	return m, nil
+}
+
+// TransitionOptions qualify Transition.
+type TransitionOptions struct {
+	// IfMatch, when not 0, is the version the caller saw; if the run has
+	// moved on, Transition fails with EConflict (HTTP 409).
+	IfMatch int64
+	// Actor names who fires the transition (the token name, or anonymous).
+	Actor string
+	// task marks a transition fired by a background task.
+	task *store.Task
+}
+
+// Offered returns the transitions offered now, in declaration order: those
+// leaving the current state whose guards allow them, except the actions a
+// running task reserves for itself. A run with status failed offers none.
+func (e *Engine) Offered(r *Run) []*workflow.Transition {
+	if r.Snapshot.Status == protocol.StatusFailed {
+		return nil
+	}
+	st := r.StateDef()
+	var out []*workflow.Transition
+	for _, t := range r.Def.From(r.State) {
+		if reservedByTask(st, t.Action) {
+			continue
+		}
+		if ok, _ := t.Guard.Allow(r.Data); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func reservedByTask(st *workflow.State, action string) bool {
+	return st != nil && st.Task != nil && (action == st.Task.OnSuccess || action == st.Task.OnFailure)
+}
+
+// Transition fires action on the run with input (the request body). It is
+// validated against the run as it is when the change is applied: after a
+// lost compare-and-set the run is read again and everything is checked
+// again. Errors: ENotFound (unknown run), EForbidden (action not offered
+// now, or guard refused: the hint says why and lists the offered actions),
+// EInvalid (input does not match expects), EConflict (IfMatch is stale).
+func (e *Engine) Transition(ctx context.Context, runID, action string, input map[string]any, o TransitionOptions) (*Run, error) {
+	mu := e.lock(runID)
+	mu.Lock()
+	defer mu.Unlock()
+	for attempt := 0; attempt < e.retries; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, protocol.Errorf(protocol.EUnavailable, "The request was cancelled before the transition was applied.")
+		}
+		r, err := e.GetRun(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		c, err := e.plan(r, action, input, o)
+		if err != nil {
+			return nil, err
+		}
+		err = e.store.CommitRun(ctx, r.Version, *c)
+		if errors.Is(err, store.ErrConflict) {
+			continue // someone else moved the run: re-read, re-validate
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound(runID)
+		}
+		if err != nil {
+			return nil, internal("could not store the transition", err)
+		}
+		e.published(c.Event)
+		next, err := e.view(c.Run)
+		if err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+	return nil, protocol.Errorf(protocol.EUnavailable, "The run is changing too fast to apply %q; try again.", action)
+}
+
+// plan validates action against r and returns the commit that applies it.
+func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionOptions) (*store.Commit, error) {
+	if o.IfMatch != 0 && o.IfMatch != r.Version {
+		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).
+			With("version", r.Version).With("state", r.State)
+	}
+	st := r.StateDef()
+	if st == nil {
+		return nil, internal("run is in an undeclared state", errors.New(r.State))
+	}
+	if o.task != nil {
+		// A task may only fire on the entry it was started for.
+		if r.Version != o.task.Version || r.State != o.task.State {
+			return nil, errTaskStale
+		}
+	}
+	t, ok := r.Def.Transition(r.State, action)
+	offered := e.Offered(r)
+	if !ok || (o.task == nil && reservedByTask(st, action)) || (r.Snapshot.Status == protocol.StatusFailed) {
+		return nil, notOffered(r, action, offered)
+	}
+	if allowed, reason := t.Guard.Allow(r.Data); !allowed {
+		return nil, protocol.Errorf(protocol.EForbidden, "%s", reason).
+			With("state", r.State).With("action", action).With("allowed", actionNames(offered)).With("reason", "guard")
+	}
+	if err := protocol.CheckExpects(t.Expects, input); err != nil {
+		return nil, err
+	}
+	data := r.Data
+	if len(t.Expects) > 0 {
+		data = make(map[string]any, len(r.Data)+len(t.Expects))
+		for k, v := range r.Data {
+			data[k] = v
+		}
+		for k := range t.Expects {
+			data[k] = input[k]
+		}
+	}
+	raw := r.Snapshot.Data
+	if len(t.Expects) > 0 {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.EInvalid, "The input cannot be stored as JSON: %v.", err)
+		}
+		raw = b
+	}
+	to, _ := r.Def.State(t.To)
+	now := e.now().UTC()
+	snap := store.Snapshot{State: t.To, Data: raw, Milestones: r.Milestones}
+	if to.Milestone != "" {
+		ms := make([]string, len(r.Milestones), len(r.Milestones)+1)
+		copy(ms, r.Milestones)
+		snap.Milestones = append(ms, to.Milestone)
+	}
+	next := r.Run
+	next.Snapshot = snap
+	next.Version = r.Version + 1
+	next.UpdatedAt = now
+	actor := actorOr(o.Actor)
+	c := &store.Commit{
+		Run:   next,
+		Event: store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventTransition, Action: action, From: r.State, To: t.To, Actor: actor},
+	}
+	if st.Task != nil && r.Snapshot.Status == protocol.StatusProcessing {
+		c.Complete = taskID(r.ID, r.Version)
+	}
+	if to.Task != nil {
+		c.Run.Snapshot.Status = protocol.StatusProcessing
+		c.Enqueue = e.newTask(r.ID, t.To, next.Version, now)
+	}
+	c.Event.Snapshot = c.Run.Snapshot
+	return c, nil
+}
+
+func notOffered(r *Run, action string, offered []*workflow.Transition) error {
+	names := actionNames(offered)
+	var hint string
+	switch {
+	case r.Snapshot.Status == protocol.StatusFailed:
+		hint = "Action " + quote(action) + " is not available: run is failed in state " + r.State + " and offers no actions."
+	case len(names) == 0:
+		hint = "Action " + quote(action) + " is not available in state " + r.State + ": no actions are offered now."
+	default:
+		hint = "Action " + quote(action) + " is not available in state " + r.State + ". Offered actions: " + strings.Join(names, ", ") + "."
+	}
+	if r.Snapshot.Status == protocol.StatusProcessing {
+		hint += " A background task is running; watch the stream for its result."
+	}
+	return protocol.Errorf(protocol.EForbidden, "%s", hint).
+		With("state", r.State).With("action", action).With("allowed", names)
+}
+
+func actionNames(ts []*workflow.Transition) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Action
+	}
+	return out
+}
+
+func actorOr(a string) string {
+	if a == "" {
+		return "anonymous"
+	}
+	return a
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Events returns the run's event log after seq after (0 = from the start).
+func (e *Engine) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
+	evs, err := e.store.Events(ctx, runID, after, limit)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(runID)
+	}
+	if err != nil {
+		return nil, internal("could not read the event log", err)
+	}
+	return evs, nil
+}

@@ -1,0 +1,13 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
+}

@@ -1,0 +1,178 @@
+package workflow
+
+// Builder assembles a Definition in Go. Methods record what they are given;
+// Build validates the whole definition once, exactly as a file is validated.
+//
+//	b := workflow.New("approval-v1", "DRAFT")
+//	b.State("DRAFT").Hint("Write the request, then submit it.")
+//	b.State("DONE").Hint("Approved.")
+//	b.Transition("DRAFT", "submit", "DONE").Expect("text", "string")
+//	def, err := b.Build()
+type Builder struct {
+	def   *Definition
+	state map[string]*State
+}
+
+// New starts a workflow with the given id and initial state.
+func New(id, initialState string) *Builder {
+	return &Builder{
+		def:   &Definition{ID: id, InitialState: initialState, Source: "go"},
+		state: map[string]*State{},
+	}
+}
+
+// Description sets the workflow's description (shown in /workflows).
+func (b *Builder) Description(text string) *Builder {
+	b.def.Description = text
+	return b
+}
+
+// State declares a state (or returns the one declared before under name)
+// for further configuration. States appear in declaration order.
+func (b *Builder) State(name string) *StateBuilder {
+	s, ok := b.state[name]
+	if !ok {
+		s = &State{Name: name}
+		b.state[name] = s
+		b.def.States = append(b.def.States, s)
+	}
+	return &StateBuilder{s: s}
+}
+
+// Transition declares From --action--> to. Declaration order is the order
+// of next_states.
+func (b *Builder) Transition(from, action, to string) *TransitionBuilder {
+	t := &Transition{From: from, Action: action, To: to}
+	b.def.Transitions = append(b.def.Transitions, t)
+	return &TransitionBuilder{t: t}
+}
+
+// CLI sets the CLI hook of state, like the Python and TypeScript SDKs'
+// workflow.cli(state, ...).
+func (b *Builder) CLI(state string, hook CLIHook) *Builder {
+	b.State(state).CLI(hook)
+	return b
+}
+
+// Build validates and returns the definition. The error is a
+// *ValidationError listing every problem.
+func (b *Builder) Build() (*Definition, error) {
+	return build(b.def, nil)
+}
+
+// MustBuild is Build for definitions known to be valid; it panics otherwise.
+func (b *Builder) MustBuild() *Definition {
+	d, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// build validates d, resolving positions with pos when given.
+func build(d *Definition, pos func(path string) (line, col int)) (*Definition, error) {
+	problems := finish(d)
+	var errs []Problem
+	d.Warnings = nil
+	for _, p := range problems {
+		if pos != nil {
+			p.Line, p.Col = pos(p.Path)
+		}
+		if p.Warning {
+			d.Warnings = append(d.Warnings, p)
+		} else {
+			errs = append(errs, p)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{Source: d.Source, Problems: errs}
+	}
+	return d, nil
+}
+
+// StateBuilder configures one state.
+type StateBuilder struct{ s *State }
+
+// Hint sets the hint shown in frames at this state.
+func (sb *StateBuilder) Hint(text string) *StateBuilder { sb.s.Hint = text; return sb }
+
+// Status declares the state's status (active, awaiting_input, completed, failed).
+func (sb *StateBuilder) Status(status string) *StateBuilder { sb.s.Status = status; return sb }
+
+// Milestone sets the label appended to the run's milestones on entry.
+func (sb *StateBuilder) Milestone(label string) *StateBuilder { sb.s.Milestone = label; return sb }
+
+// Skill sets the skill the frame's active_skill points at.
+func (sb *StateBuilder) Skill(s Skill) *StateBuilder { sb.s.Skill = &s; return sb }
+
+// CLI sets the state's CLI hook.
+func (sb *StateBuilder) CLI(hook CLIHook) *StateBuilder { sb.s.CLI = &hook; return sb }
+
+// Tool adds a Go tool to the state.
+func (sb *StateBuilder) Tool(name, description string, expects map[string]string, fn ToolFunc) *StateBuilder {
+	sb.s.Tools = append(sb.s.Tools, &Tool{Name: name, Description: description, Expects: expects, Handler: fn})
+	return sb
+}
+
+// RowTool adds a tool implemented by an OIP directory row.
+func (sb *StateBuilder) RowTool(name, description string, expects map[string]string, rowKey string) *StateBuilder {
+	sb.s.Tools = append(sb.s.Tools, &Tool{Name: name, Description: description, Expects: expects, Row: rowKey})
+	return sb
+}
+
+// Resource adds a resource to the state.
+func (sb *StateBuilder) Resource(r Resource) *StateBuilder {
+	sb.s.Resources = append(sb.s.Resources, &r)
+	return sb
+}
+
+// Task sets the state's background task: fn runs when a run enters the
+// state and returns the action to fire ("" = onSuccess). A failing task
+// fires onFailure, or marks the run failed when onFailure is "".
+func (sb *StateBuilder) Task(fn TaskFunc, onSuccess, onFailure string) *StateBuilder {
+	sb.s.Task = &Task{Func: fn, OnSuccess: onSuccess, OnFailure: onFailure}
+	return sb
+}
+
+// RowTask sets a background task that invokes an OIP directory row with the
+// run's matching data keys as input.
+func (sb *StateBuilder) RowTask(rowKey, onSuccess, onFailure string) *StateBuilder {
+	sb.s.Task = &Task{Row: rowKey, OnSuccess: onSuccess, OnFailure: onFailure}
+	return sb
+}
+
+// TransitionBuilder configures one transition.
+type TransitionBuilder struct{ t *Transition }
+
+// Expect adds one expected field and its type (string, number, integer,
+// boolean, array, object; aliases int, float, bool, str).
+func (tb *TransitionBuilder) Expect(field, typ string) *TransitionBuilder {
+	if tb.t.Expects == nil {
+		tb.t.Expects = map[string]string{}
+	}
+	tb.t.Expects[field] = typ
+	return tb
+}
+
+// Expects sets all expected fields at once.
+func (tb *TransitionBuilder) Expects(fields map[string]string) *TransitionBuilder {
+	for k, v := range fields {
+		tb.Expect(k, v)
+	}
+	return tb
+}
+
+// Critical marks the transition is_critical.
+func (tb *TransitionBuilder) Critical() *TransitionBuilder { tb.t.IsCritical = true; return tb }
+
+// Guard sets a Go guard: the transition is offered only when fn allows it.
+func (tb *TransitionBuilder) Guard(fn GuardFunc) *TransitionBuilder {
+	tb.t.Guard = &Guard{Func: fn}
+	return tb
+}
+
+// GuardExpr sets an expr-lang guard over `data`, as in workflow files.
+func (tb *TransitionBuilder) GuardExpr(expression, reason string) *TransitionBuilder {
+	tb.t.Guard = &Guard{Expr: expression, Reason: reason}
+	return tb
+}

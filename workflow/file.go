@@ -1,0 +1,323 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// The file format (YAML, or the same shape in JSON). Field names are the
+// wire names of SPEC section 5; unknown fields are errors.
+type fileWorkflow struct {
+	WorkflowID   string                `yaml:"workflow_id"`
+	Description  string                `yaml:"description"`
+	InitialState string                `yaml:"initial_state"`
+	States       map[string]*fileState `yaml:"states"`
+	Transitions  []fileTransition      `yaml:"transitions"`
+}
+
+type fileState struct {
+	Hint      string         `yaml:"hint"`
+	Status    string         `yaml:"status"`
+	Milestone string         `yaml:"milestone"`
+	Skill     *fileSkill     `yaml:"skill"`
+	CLI       *fileCLI       `yaml:"cli"`
+	Tools     []fileTool     `yaml:"tools"`
+	Resources []fileResource `yaml:"resources"`
+	Task      *fileTask      `yaml:"task"`
+}
+
+type fileSkill struct {
+	Name           string `yaml:"name"`
+	Path           string `yaml:"path"`
+	ContextSummary string `yaml:"context_summary"`
+	Version        string `yaml:"version"`
+}
+
+type fileCLI struct {
+	Prompt    string          `yaml:"prompt"`
+	Hint      string          `yaml:"hint"`
+	InputHint string          `yaml:"input_hint"`
+	Options   []fileCLIOption `yaml:"options"`
+}
+
+type fileCLIOption struct {
+	Action string `yaml:"action"`
+	Label  string `yaml:"label"`
+	Keys   string `yaml:"keys"`
+}
+
+type fileTool struct {
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Expects     map[string]string `yaml:"expects"`
+	Row         string            `yaml:"row"`
+}
+
+type fileResource struct {
+	Path     string `yaml:"path"`
+	Name     string `yaml:"name"`
+	MimeType string `yaml:"mime_type"`
+	File     string `yaml:"file"`
+	Text     string `yaml:"text"`
+}
+
+type fileTask struct {
+	Row       string `yaml:"row"`
+	OnSuccess string `yaml:"on_success"`
+	OnFailure string `yaml:"on_failure"`
+}
+
+type fileTransition struct {
+	From       string            `yaml:"from"`
+	Action     string            `yaml:"action"`
+	To         string            `yaml:"to"`
+	Expects    map[string]string `yaml:"expects"`
+	IsCritical bool              `yaml:"is_critical"`
+	Guard      *fileGuard        `yaml:"guard"`
+}
+
+type fileGuard struct {
+	Expr   string `yaml:"expr"`
+	Reason string `yaml:"reason"`
+}
+
+// LoadFile reads and validates a workflow file (YAML or JSON). Files named
+// by resources and skills are resolved relative to the file's directory and
+// can never escape it.
+func LoadFile(name string) (*Definition, error) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("workflow: %w", err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return nil, fmt.Errorf("workflow: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workflow: %w", err)
+	}
+	return Load(name, src, root.FS())
+}
+
+// Load parses and validates a workflow from src. source names it in
+// messages; fsys (may be nil) is where `file` and skill `path` entries are
+// read from.
+func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
+	file, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		return nil, yamlError(source, err)
+	}
+	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+		return nil, &ValidationError{Source: source, Problems: []Problem{{Message: "the file must hold exactly one workflow document"}}}
+	}
+	body := file.Docs[0].Body
+	var fw fileWorkflow
+	if err := yaml.NodeToValue(body, &fw, yaml.Strict()); err != nil {
+		return nil, yamlError(source, err)
+	}
+	d := &Definition{
+		ID:           fw.WorkflowID,
+		Description:  fw.Description,
+		InitialState: fw.InitialState,
+		Source:       source,
+	}
+	var problems []Problem
+	for _, name := range stateOrder(body, fw.States) {
+		fs := fw.States[name]
+		if fs == nil {
+			fs = &fileState{}
+		}
+		s, ps := fs.toState(name, fsys)
+		problems = append(problems, ps...)
+		d.States = append(d.States, s)
+	}
+	for _, ft := range fw.Transitions {
+		t := &Transition{From: ft.From, Action: ft.Action, To: ft.To, Expects: ft.Expects, IsCritical: ft.IsCritical}
+		if ft.Guard != nil {
+			t.Guard = &Guard{Expr: ft.Guard.Expr, Reason: ft.Guard.Reason}
+		}
+		d.Transitions = append(d.Transitions, t)
+	}
+	pos := func(p string) (int, int) { return position(body, p) }
+	def, err := build(d, pos)
+	if len(problems) > 0 {
+		for i := range problems {
+			problems[i].Line, problems[i].Col = pos(problems[i].Path)
+		}
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			problems = append(problems, ve.Problems...)
+		}
+		return nil, &ValidationError{Source: source, Problems: problems}
+	}
+	return def, err
+}
+
+func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
+	var problems []Problem
+	p := "states." + name
+	s := &State{Name: name, Hint: fs.Hint, Status: fs.Status, Milestone: fs.Milestone}
+	if fs.Skill != nil {
+		s.Skill = &Skill{Name: fs.Skill.Name, Path: fs.Skill.Path, ContextSummary: fs.Skill.ContextSummary, Version: fs.Skill.Version}
+		if err := checkFile(fsys, fs.Skill.Path); err != nil {
+			problems = append(problems, Problem{Path: p + ".skill.path", Message: err.Error()})
+		} else {
+			s.Skill.FS = fsys
+		}
+	}
+	if fs.CLI != nil {
+		h := &CLIHook{Prompt: fs.CLI.Prompt, Hint: fs.CLI.Hint, InputHint: fs.CLI.InputHint}
+		for _, o := range fs.CLI.Options {
+			h.Options = append(h.Options, CLIOption(o))
+		}
+		s.CLI = h
+	}
+	for _, t := range fs.Tools {
+		s.Tools = append(s.Tools, &Tool{Name: t.Name, Description: t.Description, Expects: t.Expects, Row: t.Row})
+	}
+	for i, r := range fs.Resources {
+		res := &Resource{Path: r.Path, Name: r.Name, MimeType: r.MimeType, File: r.File, Text: r.Text}
+		if r.File != "" {
+			if err := checkFile(fsys, r.File); err != nil {
+				problems = append(problems, Problem{Path: fmt.Sprintf("%s.resources[%d].file", p, i), Message: err.Error()})
+			} else {
+				res.FS = fsys
+			}
+		}
+		if res.MimeType == "" {
+			res.MimeType = guessMime(r.File, r.Path)
+		}
+		s.Resources = append(s.Resources, res)
+	}
+	if fs.Task != nil {
+		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure}
+	}
+	return s, problems
+}
+
+// checkFile verifies that name is a relative path inside fsys that exists.
+func checkFile(fsys fs.FS, name string) error {
+	if fsys == nil {
+		return fmt.Errorf("file %q cannot be read: this definition has no directory (load it from a file)", name)
+	}
+	clean := path.Clean(filepath.ToSlash(name))
+	if name == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || !fs.ValidPath(clean) {
+		return fmt.Errorf("file %q must be a relative path inside the workflow file's directory", name)
+	}
+	st, err := fs.Stat(fsys, clean)
+	if err != nil {
+		return fmt.Errorf("file %q cannot be read: %v", name, unwrapPathError(err))
+	}
+	if st.IsDir() {
+		return fmt.Errorf("file %q is a directory", name)
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func guessMime(file, p string) string {
+	name := file
+	if name == "" {
+		name = p
+	}
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	switch strings.ToLower(path.Ext(name)) {
+	case ".md", ".markdown":
+		return "text/markdown"
+	case ".yaml", ".yml":
+		return "application/yaml"
+	}
+	return "text/plain; charset=utf-8"
+}
+
+// stateOrder returns the state names in the order the file declares them.
+func stateOrder(body ast.Node, states map[string]*fileState) []string {
+	var order []string
+	seen := map[string]bool{}
+	if m := mappingAt(body, "states"); m != nil {
+		for _, mv := range m.Values {
+			k := mv.Key.String()
+			if _, ok := states[k]; ok && !seen[k] {
+				order = append(order, k)
+				seen[k] = true
+			}
+		}
+	}
+	// Anything the AST walk missed (should not happen) keeps a stable order.
+	var rest []string
+	for k := range states {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sortStrings(rest)
+	return append(order, rest...)
+}
+
+func mappingAt(body ast.Node, key string) *ast.MappingNode {
+	root, ok := body.(*ast.MappingNode)
+	if !ok {
+		if mv, ok := body.(*ast.MappingValueNode); ok {
+			root = &ast.MappingNode{Values: []*ast.MappingValueNode{mv}}
+		} else {
+			return nil
+		}
+	}
+	for _, mv := range root.Values {
+		if mv.Key.String() == key {
+			switch n := mv.Value.(type) {
+			case *ast.MappingNode:
+				return n
+			case *ast.MappingValueNode:
+				return &ast.MappingNode{Values: []*ast.MappingValueNode{n}}
+			}
+		}
+	}
+	return nil
+}
+
+// position resolves a problem path like "transitions[2].to" to a line and
+// column in the file, walking up to the nearest node that exists.
+func position(body ast.Node, p string) (int, int) {
+	for p != "" {
+		yp, err := yaml.PathString("$." + p)
+		if err == nil {
+			if n, err := yp.FilterNode(body); err == nil && n != nil {
+				if tk := n.GetToken(); tk != nil && tk.Position != nil {
+					return tk.Position.Line, tk.Position.Column
+				}
+			}
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0, 0
+}
+
+func yamlError(source string, err error) error {
+	msg := yaml.FormatError(err, false, true)
+	return &ValidationError{Source: source, Problems: []Problem{{Message: strings.TrimSpace(msg)}}}
+}

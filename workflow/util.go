@@ -1,0 +1,5 @@
+package workflow
+
+import "sort"
+
+func sortStrings(s []string) { sort.Strings(s) }
