@@ -1,0 +1,53 @@
+// Package auth names who is calling and what they may do: principals with
+// scopes, carried in a request's context. The server's middleware puts the
+// principal there; handlers and the engine read it.
+package auth
+
+import (
+	"context"
+	"slices"
+)
+
+// Scopes a token can hold.
+const (
+	ScopeRead     = "read"     // read runs, frames, events, ledger records
+	ScopeRuns     = "runs"     // start runs, fire transitions, invoke tools
+	ScopeDispatch = "dispatch" // append to the OIP ledger
+	ScopeExec     = "exec"     // execute directory rows
+)
+
+// AllScopes lists every scope.
+var AllScopes = []string{ScopeRead, ScopeRuns, ScopeDispatch, ScopeExec}
+
+// Anonymous is the principal name used when no tokens are configured.
+const Anonymous = "anonymous"
+
+// Principal is an authenticated caller. Its Name is recorded (as the ledger
+// `source` and the event `actor`); its secret never leaves the auth layer.
+type Principal struct {
+	Name   string
+	Scopes []string
+}
+
+// Has reports whether p holds scope.
+func (p Principal) Has(scope string) bool {
+	return slices.Contains(p.Scopes, scope)
+}
+
+// Open is the principal of a server without tokens: anonymous, every scope.
+var Open = Principal{Name: Anonymous, Scopes: AllScopes}
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the principal in ctx, or Open when there is none.
+func FromContext(ctx context.Context) Principal {
+	if p, ok := ctx.Value(ctxKey{}).(Principal); ok {
+		return p
+	}
+	return Open
+}

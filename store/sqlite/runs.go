@@ -1,0 +1,293 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asmp-dev/asmp/store"
+)
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func milestonesJSON(ms []string) string {
+	if len(ms) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ms)
+	return string(b)
+}
+
+func parseMilestones(s string) ([]string, error) {
+	if s == "" || s == "[]" {
+		return nil, nil
+	}
+	var ms []string
+	if err := json.Unmarshal([]byte(s), &ms); err != nil {
+		return nil, fmt.Errorf("sqlite: bad milestones %q: %w", s, err)
+	}
+	return ms, nil
+}
+
+func dataText(d json.RawMessage) string {
+	if len(d) == 0 {
+		return "{}"
+	}
+	return string(d)
+}
+
+func checkCommit(c store.Commit) error {
+	if c.Event.Seq != c.Run.Version || c.Event.RunID != c.Run.ID {
+		return fmt.Errorf("sqlite: event (%s, %d) does not match run (%s, %d)", c.Event.RunID, c.Event.Seq, c.Run.ID, c.Run.Version)
+	}
+	return nil
+}
+
+// CreateRun implements store.Store.
+func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return err
+	}
+	if c.Run.Version != 1 {
+		return fmt.Errorf("sqlite: a new run must have version 1, not %d", c.Run.Version)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r := c.Run
+		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.CreatedAt), nanos(r.UpdatedAt))
+		if err != nil {
+			return fmt.Errorf("sqlite: insert run: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
+		}
+		return applyRest(tx, c)
+	})
+}
+
+// applyRest writes the commit's event and task changes.
+func applyRest(tx *sql.Tx, c store.Commit) error {
+	e := c.Event
+	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.RunID, e.Seq, nanos(e.Time), e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestonesJSON(e.Milestones), e.Error); err != nil {
+		return fmt.Errorf("sqlite: insert event: %w", err)
+	}
+	if c.Complete != "" {
+		if _, err := tx.Exec(`UPDATE tasks SET status = 'done', owner = '', updated_at = ? WHERE id = ? AND status != 'done'`, nanos(e.Time), c.Complete); err != nil {
+			return fmt.Errorf("sqlite: complete task: %w", err)
+		}
+	}
+	if t := c.Enqueue; t != nil {
+		if _, err := tx.Exec(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 0, 'pending', '', 0, ?, ?)`,
+			t.ID, t.RunID, t.State, t.Version, nanos(t.CreatedAt), nanos(t.UpdatedAt)); err != nil {
+			return fmt.Errorf("sqlite: enqueue task: %w", err)
+		}
+	}
+	return nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	var r store.Run
+	var data, ms string
+	var created, updated int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs WHERE id = ?`, id).
+		Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlite: get run: %w", err)
+	}
+	r.Data = json.RawMessage(data)
+	if r.Milestones, err = parseMilestones(ms); err != nil {
+		return store.Run{}, err
+	}
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return r, nil
+}
+
+// CommitRun implements store.Store.
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return err
+	}
+	if c.Run.Version != expected+1 {
+		return fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r := c.Run
+		res, err := tx.Exec(`UPDATE runs SET state = ?, status = ?, data = ?, milestones = ?, error = ?, version = ?, updated_at = ?
+			WHERE id = ? AND version = ?`,
+			r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.ID, expected)
+		if err != nil {
+			return fmt.Errorf("sqlite: update run: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var v int64
+			err := tx.QueryRow(`SELECT version FROM runs WHERE id = ?`, r.ID).Scan(&v)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrNotFound)
+			}
+			return fmt.Errorf("sqlite: run %s at version %d, expected %d: %w", r.ID, v, expected, store.ErrConflict)
+		}
+		return applyRest(tx, c)
+	})
+}
+
+// Events implements store.Store.
+func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error
+		FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Event{}
+	for rows.Next() {
+		e := store.Event{RunID: runID}
+		var t int64
+		var data, ms string
+		if err := rows.Scan(&e.Seq, &t, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error); err != nil {
+			return nil, fmt.Errorf("sqlite: events: %w", err)
+		}
+		e.Time = fromNanos(t)
+		e.Data = json.RawMessage(data)
+		if e.Milestones, err = parseMilestones(ms); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: events: %w", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: run %s: %w", runID, store.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: events: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// CountRuns implements store.Store.
+func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count runs: %w", err)
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}
+
+// ClaimTask implements store.Store.
+func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (store.Task, bool, error) {
+	var t store.Task
+	var found bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var leaseUntil, created, updated int64
+		err := tx.QueryRow(`SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until FROM tasks
+			WHERE status = 'pending' OR (status = 'running' AND lease_until < ?)
+			ORDER BY created_at, id LIMIT 1`, nanos(now)).
+			Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &created, &updated, &leaseUntil)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: claim task: %w", err)
+		}
+		t.Attempts++
+		t.Status, t.Owner, t.LeaseUntil = store.TaskRunning, owner, now.Add(lease)
+		t.CreatedAt, t.UpdatedAt = fromNanos(created), now
+		if _, err := tx.Exec(`UPDATE tasks SET status = 'running', owner = ?, lease_until = ?, attempts = ?, updated_at = ? WHERE id = ?`,
+			owner, nanos(t.LeaseUntil), t.Attempts, nanos(now), t.ID); err != nil {
+			return fmt.Errorf("sqlite: claim task: %w", err)
+		}
+		found = true
+		return nil
+	})
+	if err != nil || !found {
+		return store.Task{}, false, err
+	}
+	return t, true, nil
+}
+
+func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args ...any) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(query, args...)
+		if err != nil {
+			return fmt.Errorf("sqlite: task %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var one int
+			if err := tx.QueryRow(`SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: task %s: %w", id, store.ErrNotFound)
+			}
+			return fmt.Errorf("sqlite: task %s is not held by %s: %w", id, owner, store.ErrConflict)
+		}
+		return nil
+	})
+}
+
+// ExtendTask implements store.Store.
+func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = ? WHERE id = ? AND owner = ? AND status = 'running'`, nanos(until), id, owner)
+}
+
+// ReleaseTask implements store.Store.
+func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = 0 WHERE id = ? AND owner = ? AND status = 'running'`, id, owner)
+}
+
+// FinishTask implements store.Store.
+func (s *Store) FinishTask(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRow(`SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: task %s: %w", id, store.ErrNotFound)
+		}
+		_, err := tx.Exec(`UPDATE tasks SET status = 'done', owner = '' WHERE id = ? AND status != 'done'`, id)
+		return err
+	})
+}
+
+// PendingTasks implements store.Store.
+func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status != 'done'`).Scan(&n)
+	return n, err
+}

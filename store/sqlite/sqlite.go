@@ -1,0 +1,251 @@
+// Package sqlite is the embedded Store: one SQLite file in WAL mode, pure Go
+// (modernc.org/sqlite, no cgo), the default of `asmp serve`.
+//
+// Writes go through one writer goroutine that groups concurrent requests
+// into a single transaction (group commit): each request runs inside its own
+// savepoint, so one request's failure (a lost compare-and-set) never touches
+// another's, and the whole group is made durable by one fsync
+// (synchronous=FULL) before any request is answered. Reads use a separate
+// pool of connections and never wait for the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/asmp-dev/asmp/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// MaxBatch bounds how many write requests share one transaction.
+const MaxBatch = 256
+
+// Store is a SQLite-backed store.Store.
+type Store struct {
+	path   string
+	wdb    *sql.DB // exactly one connection: the writer's
+	rdb    *sql.DB // readers
+	writes chan *writeReq
+	done   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+type writeReq struct {
+	fn  func(tx *sql.Tx) error
+	err chan error
+}
+
+// ErrClosed is returned by writes on a closed store.
+var ErrClosed = errors.New("sqlite: store is closed")
+
+// Open opens (creating if needed) the database file at path and applies
+// pending migrations.
+func Open(path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + abs + "?" + q.Encode()
+	wdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	if err := migrate(wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout(10000)")
+	rq.Add("_pragma", "query_only(1)")
+	rdb, err := sql.Open("sqlite", "file:"+abs+"?"+rq.Encode())
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxIdleConns(8)
+	s := &Store{path: abs, wdb: wdb, rdb: rdb, writes: make(chan *writeReq, MaxBatch), done: make(chan struct{})}
+	s.wg.Add(1)
+	go s.writer()
+	return s, nil
+}
+
+// Path returns the database file's absolute path.
+func (s *Store) Path() string { return s.path }
+
+func migrate(db *sql.DB) error {
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad name", base)
+		}
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", base, err)
+		}
+		if _, err := tx.Exec(`INSERT INTO schema_migrations (version) VALUES (?)`, v); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs fn in the writer's transaction (inside its own savepoint) and
+// returns once the transaction holding it is durable, or fn's error.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	req := &writeReq{fn: fn, err: make(chan error, 1)}
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case s.writes <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return ErrClosed
+	}
+	// Once queued, the write may commit: wait for the verdict whatever ctx says.
+	return <-req.err
+}
+
+func (s *Store) writer() {
+	defer s.wg.Done()
+	for {
+		var first *writeReq
+		select {
+		case first = <-s.writes:
+		case <-s.done:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case r := <-s.writes:
+					s.commitBatch([]*writeReq{r})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeReq{first}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case r := <-s.writes:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Store) commitBatch(batch []*writeReq) {
+	fail := func(err error) {
+		for _, r := range batch {
+			r.err <- err
+		}
+	}
+	tx, err := s.wdb.Begin()
+	if err != nil {
+		fail(fmt.Errorf("sqlite: begin: %w", err))
+		return
+	}
+	results := make([]error, len(batch))
+	for i, r := range batch {
+		if _, err := tx.Exec(`SAVEPOINT op`); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("sqlite: savepoint: %w", err))
+			return
+		}
+		results[i] = r.fn(tx)
+		if results[i] != nil {
+			if _, err := tx.Exec(`ROLLBACK TO op`); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
+				return
+			}
+		}
+		if _, err := tx.Exec(`RELEASE op`); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("sqlite: release savepoint: %w", err))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("sqlite: commit: %w", err))
+		return
+	}
+	for i, r := range batch {
+		r.err <- results[i]
+	}
+}
+
+// Close stops the writer after queued writes and closes the database.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.done) })
+	s.wg.Wait()
+	err1 := s.rdb.Close()
+	err2 := s.wdb.Close()
+	return errors.Join(err1, err2)
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.rdb.PingContext(ctx)
+}

@@ -1,0 +1,47 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/sqlite"
+	"github.com/asmp-dev/asmp/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "test.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "re.db")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.NewRun("keep")
+	if err := s.CreateRun(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitRun(t.Context(), 1, storetest.Next(c.Run, "go", "NEXT", `{"v":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = sqlite.Open(path) // migrations must be idempotent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.GetRun(t.Context(), "keep")
+	if err != nil || r.Version != 2 || r.State != "NEXT" || string(r.Data) != `{"v":"x"}` {
+		t.Fatalf("after reopen: %+v, %v", r, err)
+	}
+}
