@@ -1,0 +1,492 @@
+package row
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// Param value types. They are the canonical type names of package protocol.
+const (
+	TypeString  = protocol.TypeString
+	TypeInteger = protocol.TypeInteger
+	TypeNumber  = protocol.TypeNumber
+	TypeBoolean = protocol.TypeBoolean
+	TypeArray   = protocol.TypeArray
+)
+
+// Output formats and invocation methods.
+const (
+	FormatText  = "text"  // the command's output is plain text (the default)
+	FormatJSON  = "json"  // the command prints one JSON value
+	MethodExec  = "exec"  // run the argv directly, without a shell (the default)
+	MethodShell = "shell" // run the quoted command string under /bin/sh
+)
+
+// MaxTimeout is the largest timeout a row may ask for, in seconds (one day).
+const MaxTimeout = 86400
+
+// Patterns the validator enforces, quoted in hints.
+const (
+	NamePattern       = `^[A-Za-z_][A-Za-z0-9_-]*$`
+	ShortAliasPattern = `^-[A-Za-z0-9]$`
+)
+
+// Row is one OIP directory row: how to build and run one CLI command.
+type Row struct {
+	// Command is the program to run: a name looked up on PATH or a path.
+	Command string `json:"command"`
+	// Description says what the command does, for people and agents.
+	Description string `json:"description,omitempty"`
+	// Args are the positional arguments, in order.
+	Args []Param `json:"args,omitempty"`
+	// Flags are the named options, in the order they are emitted.
+	Flags []Param `json:"flags,omitempty"`
+	// OutputFormat is FormatText or FormatJSON; empty means FormatText.
+	OutputFormat string `json:"output_format,omitempty"`
+	// InvocationMethod is MethodExec or MethodShell; empty means MethodExec.
+	InvocationMethod string `json:"invocation_method,omitempty"`
+	// SourceURL points at the command's source or release, if given.
+	SourceURL string `json:"source_url,omitempty"`
+	// Schema is an optional JSON Schema (an object) that the whole input
+	// object must satisfy, on top of the per-param type checks.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// Timeout is our extension: the longest the command may run, in
+	// seconds (fractions allowed, at most MaxTimeout). 0 means the
+	// server's default.
+	Timeout float64 `json:"timeout,omitempty"`
+}
+
+// Param is one positional arg or flag of a row.
+type Param struct {
+	// Name is the input key, matching NamePattern. A flag named "output"
+	// is emitted as --output unless it has a short alias.
+	Name string `json:"name"`
+	// Type is one of TypeString, TypeInteger, TypeNumber, TypeBoolean and
+	// TypeArray (an array of scalars).
+	Type string `json:"type"`
+	// Description says what the param means.
+	Description string `json:"description,omitempty"`
+	// Required makes the input key mandatory.
+	Required bool `json:"required"`
+	// Default is the param's default as raw JSON; nil means none (which
+	// differs from a JSON null, which Validate refuses). Args use it to fill
+	// a gap before a later given arg; for flags it documents the tool's own
+	// default, since absent flags are left out.
+	Default json.RawMessage `json:"default,omitempty"`
+	// ShortAlias, flags only, is a one-letter alias like "-v" that is
+	// emitted instead of --name.
+	ShortAlias string `json:"short_alias,omitempty"`
+}
+
+// Method returns the effective invocation method (MethodExec when empty).
+func (r *Row) Method() string {
+	if r.InvocationMethod == "" {
+		return MethodExec
+	}
+	return r.InvocationMethod
+}
+
+// Format returns the effective output format (FormatText when empty).
+func (r *Row) Format() string {
+	if r.OutputFormat == "" {
+		return FormatText
+	}
+	return r.OutputFormat
+}
+
+// TimeoutDuration returns Timeout as a duration; 0 means the server default.
+// Out-of-range values (which Validate refuses) give 0.
+func (r *Row) TimeoutDuration() time.Duration {
+	if !(r.Timeout > 0 && r.Timeout <= MaxTimeout) {
+		return 0
+	}
+	return time.Duration(r.Timeout * float64(time.Second))
+}
+
+// Param returns the arg or flag called name.
+func (r *Row) Param(name string) (*Param, bool) {
+	for i := range r.Args {
+		if r.Args[i].Name == name {
+			return &r.Args[i], true
+		}
+	}
+	for i := range r.Flags {
+		if r.Flags[i].Name == name {
+			return &r.Flags[i], true
+		}
+	}
+	return nil, false
+}
+
+// IsFlag reports whether name is one of the row's flags (rather than an arg
+// or unknown).
+func (r *Row) IsFlag(name string) bool {
+	for i := range r.Flags {
+		if r.Flags[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// InputKeys returns the names the input object may hold: args in order,
+// then flags in order.
+func (r *Row) InputKeys() []string {
+	keys := make([]string, 0, len(r.Args)+len(r.Flags))
+	for _, p := range r.Args {
+		keys = append(keys, p.Name)
+	}
+	for _, p := range r.Flags {
+		keys = append(keys, p.Name)
+	}
+	return keys
+}
+
+// DefaultValue returns the param's default decoded as protocol.DecodeValue
+// does (int64, float64, string, bool, []any). ok is false when there is no
+// default or it is not valid JSON.
+func (p *Param) DefaultValue() (v any, ok bool) {
+	if p.Default == nil {
+		return nil, false
+	}
+	v, err := parseJSON(p.Default)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// Validate checks the row against every rule of SPEC section 8 and returns
+// an EInvalid *protocol.Error naming the first offending field, or nil. It
+// does not modify r.
+func (r *Row) Validate() error {
+	if r.Command == "" {
+		return invalid("command", "command is required")
+	}
+	if strings.ContainsAny(r.Command, "\x00\n\r") {
+		return invalid("command", "command %s must not contain NUL bytes or line breaks", quoted(r.Command))
+	}
+	switch r.OutputFormat {
+	case "", FormatText, FormatJSON:
+	default:
+		return invalid("output_format", "output_format %s must be %q or %q", quoted(r.OutputFormat), FormatJSON, FormatText)
+	}
+	switch r.InvocationMethod {
+	case "", MethodExec, MethodShell:
+	default:
+		return invalid("invocation_method", "invocation_method %s must be %q or %q", quoted(r.InvocationMethod), MethodExec, MethodShell)
+	}
+	if r.SourceURL != "" {
+		u, err := url.Parse(r.SourceURL)
+		if err != nil || !u.IsAbs() || (u.Host == "" && u.Opaque == "" && u.Path == "") {
+			return invalid("source_url", "source_url %s must be an absolute URL such as https://example.com/tool", quoted(r.SourceURL))
+		}
+	}
+	if math.IsNaN(r.Timeout) || r.Timeout < 0 || r.Timeout > MaxTimeout {
+		return invalid("timeout", "timeout %v must be a number of seconds from 0 (the server default) to %d", r.Timeout, MaxTimeout)
+	}
+	if err := r.validateParams(); err != nil {
+		return err
+	}
+	if r.Schema != nil {
+		if _, err := compileSchema(r.Schema); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Row) validateParams() error {
+	optional := -1 // index of the first optional arg
+	for i := range r.Args {
+		p := &r.Args[i]
+		path := fmt.Sprintf("args[%d]", i)
+		if err := p.validate(path, false); err != nil {
+			return err
+		}
+		if p.ShortAlias != "" {
+			return invalid(path+".short_alias", "%s.short_alias: positional args take no short alias; make %q a flag to give it one", path, p.Name)
+		}
+		if p.Type == TypeArray && i != len(r.Args)-1 {
+			return invalid(path+".type", "%s %q is an array; only the last arg may be an array", path, p.Name)
+		}
+		if p.Required && optional >= 0 {
+			return invalid(path+".required", "%s %q is required but follows the optional args[%d] %q; put required args first",
+				path, p.Name, optional, r.Args[optional].Name)
+		}
+		if !p.Required && optional < 0 {
+			optional = i
+		}
+	}
+	for i := range r.Flags {
+		p := &r.Flags[i]
+		path := fmt.Sprintf("flags[%d]", i)
+		if err := p.validate(path, true); err != nil {
+			return err
+		}
+	}
+	return r.checkUnique()
+}
+
+// checkUnique refuses duplicate names (across args and flags) and duplicate
+// short aliases. Small rows are compared pairwise; large ones use a map so
+// a hostile row cannot make this quadratic.
+func (r *Row) checkUnique() error {
+	n := len(r.Args) + len(r.Flags)
+	at := func(i int) (*Param, string) {
+		if i < len(r.Args) {
+			return &r.Args[i], fmt.Sprintf("args[%d]", i)
+		}
+		return &r.Flags[i-len(r.Args)], fmt.Sprintf("flags[%d]", i-len(r.Args))
+	}
+	get := func(i int) *Param {
+		if i < len(r.Args) {
+			return &r.Args[i]
+		}
+		return &r.Flags[i-len(r.Args)]
+	}
+	dupName := func(first, second int) error {
+		p, path := at(second)
+		_, prev := at(first)
+		return invalid(path+".name", "%s.name %q is already used by %s; names must be unique across args and flags", path, p.Name, prev)
+	}
+	dupAlias := func(first, second int) error {
+		p, path := at(second)
+		_, prev := at(first)
+		return invalid(path+".short_alias", "%s.short_alias %q is already used by %s; short aliases must be unique", path, p.ShortAlias, prev)
+	}
+	if n <= 16 {
+		for j := 1; j < n; j++ {
+			pj := get(j)
+			for i := 0; i < j; i++ {
+				pi := get(i)
+				if pi.Name == pj.Name {
+					return dupName(i, j)
+				}
+				if pj.ShortAlias != "" && pi.ShortAlias == pj.ShortAlias {
+					return dupAlias(i, j)
+				}
+			}
+		}
+		return nil
+	}
+	names := make(map[string]int, n)
+	aliases := map[string]int{}
+	for j := 0; j < n; j++ {
+		pj := get(j)
+		if i, ok := names[pj.Name]; ok {
+			return dupName(i, j)
+		}
+		names[pj.Name] = j
+		if pj.ShortAlias != "" {
+			if i, ok := aliases[pj.ShortAlias]; ok {
+				return dupAlias(i, j)
+			}
+			aliases[pj.ShortAlias] = j
+		}
+	}
+	return nil
+}
+
+func (p *Param) validate(path string, flag bool) error {
+	if p.Name == "" {
+		return invalid(path+".name", "%s.name is required", path)
+	}
+	if !validName(p.Name) {
+		return invalid(path+".name", "%s.name %s must match %s", path, quoted(p.Name), NamePattern)
+	}
+	switch p.Type {
+	case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray:
+	case "":
+		return invalid(path+".type", "%s.type is required: one of string, integer, number, boolean, array", path)
+	default:
+		return invalid(path+".type", "%s.type %s must be one of string, integer, number, boolean, array", path, quoted(p.Type))
+	}
+	if flag && p.ShortAlias != "" && !validAlias(p.ShortAlias) {
+		return invalid(path+".short_alias", "%s.short_alias %s must match %s", path, quoted(p.ShortAlias), ShortAliasPattern)
+	}
+	if p.Default != nil {
+		v, err := parseJSON(p.Default)
+		if err != nil {
+			return invalid(path+".default", "%s.default is not valid JSON", path)
+		}
+		if msg := CheckValue(p.Type, v); msg != "" {
+			if !strings.HasPrefix(msg, "[") { // "[1] must be …" follows the path directly
+				msg = " " + msg
+			}
+			return invalid(path+".default", "%s.default%s", path, msg)
+		}
+		if hasNUL(v) {
+			return invalid(path+".default", "%s.default must not contain NUL bytes: a command line cannot carry them", path)
+		}
+	}
+	return nil
+}
+
+// CheckValue checks a decoded JSON value (as protocol.DecodeValue returns
+// it) against a param type and returns "" or a phrase such as "must be an
+// integer, got 1.5". Integers may be integral floats; array elements must be
+// strings, numbers or booleans.
+func CheckValue(typ string, v any) string {
+	switch typ {
+	case TypeString:
+		if _, ok := v.(string); ok {
+			return ""
+		}
+	case TypeBoolean:
+		if _, ok := v.(bool); ok {
+			return ""
+		}
+	case TypeInteger:
+		switch x := v.(type) {
+		case int64:
+			return ""
+		case float64:
+			if x == math.Trunc(x) && !math.IsInf(x, 0) {
+				return ""
+			}
+			return "must be an integer, got " + strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	case TypeNumber:
+		switch v.(type) {
+		case int64, float64:
+			return ""
+		}
+	case TypeArray:
+		a, ok := v.([]any)
+		if !ok {
+			break
+		}
+		for i, e := range a {
+			switch e.(type) {
+			case string, bool, int64, float64:
+			default:
+				return fmt.Sprintf("[%d] must be a string, number or boolean, got %s", i, kindOf(e))
+			}
+		}
+		return ""
+	default:
+		return "has an unknown type"
+	}
+	return fmt.Sprintf("must be %s %s, got %s", article(typ), typ, kindOf(v))
+}
+
+func article(t string) string {
+	if t == TypeInteger || t == TypeArray {
+		return "an"
+	}
+	return "a"
+}
+
+func kindOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int64:
+		return "integer"
+	case float64:
+		if x == math.Trunc(x) && !math.IsInf(x, 0) {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// hasNUL reports whether a string default, or a string in an array default,
+// holds a NUL byte.
+func hasNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.IndexByte(x, 0) >= 0
+	case []any:
+		for _, e := range x {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func validName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c == '_':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+func validAlias(s string) bool {
+	if len(s) != 2 || s[0] != '-' {
+		return false
+	}
+	c := s[1]
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+}
+
+// parseJSON decodes one JSON value with protocol.DecodeValue, with fast
+// paths for the literals and plain strings that defaults usually are.
+func parseJSON(raw []byte) (any, error) {
+	switch string(raw) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		plain := true
+		for _, c := range raw[1 : n-1] {
+			if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(raw[1 : n-1]), nil
+		}
+	}
+	return protocol.DecodeValue(raw, 0)
+}
+
+// invalid returns an EInvalid error whose hint is the formatted text and
+// whose "field" is the path.
+func invalid(field, format string, args ...any) *protocol.Error {
+	e := protocol.Errorf(protocol.EInvalid, format, args...)
+	e.Fields = map[string]any{"field": field}
+	return e
+}
+
+// quoted renders a user-supplied string for a hint, shortened if long.
+func quoted(s string) string {
+	const max = 60
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "…"
+	}
+	return strconv.Quote(s)
+}
