@@ -94,6 +94,20 @@ type Engine struct {
 	invoker RowInvoker
 	locks   [256]sync.Mutex
 	hub     *Hub
+	wakeMu  sync.Mutex
+	wake    func() // wakes a task worker when a task is enqueued
+}
+
+func (e *Engine) setWake(f func()) {
+	e.wakeMu.Lock()
+	e.wake = f
+	e.wakeMu.Unlock()
+}
+
+func (e *Engine) wakeFunc() func() {
+	e.wakeMu.Lock()
+	defer e.wakeMu.Unlock()
+	return e.wake
 }
 
 // New returns an engine serving the given workflows from st.

@@ -16,6 +16,14 @@ const DefaultSubscriberBuffer = 256
 type Message struct {
 	Event    *store.Event
 	Progress *protocol.Progress
+	lines    *lineCache // encoded stream lines of Event, shared by subscribers
+}
+
+// lineCache holds the encoded stream line of one event per API base URL,
+// so that a thousand subscribers cost one encoding, not a thousand.
+type lineCache struct {
+	mu    sync.Mutex
+	lines map[string][]byte
 }
 
 // Subscription receives a run's messages as they are published. C is closed
@@ -142,5 +150,10 @@ func (h *Hub) CloseAll() {
 func (e *Engine) Hub() *Hub { return e.hub }
 
 func (e *Engine) published(ev store.Event) {
-	e.hub.Publish(ev.RunID, Message{Event: &ev})
+	if ev.Status == protocol.StatusProcessing {
+		if wake := e.wakeFunc(); wake != nil {
+			wake()
+		}
+	}
+	e.hub.Publish(ev.RunID, Message{Event: &ev, lines: &lineCache{}})
 }

@@ -165,6 +165,20 @@ func reservedByTask(st *workflow.State, action string) bool {
 	return st != nil && st.Task != nil && (action == st.Task.OnSuccess || action == st.Task.OnFailure)
 }
 
+// CheckOffered returns the EForbidden error Transition would give for
+// action on r (not offered now, or refused by its guard), or nil.
+func (e *Engine) CheckOffered(r *Run, action string) error {
+	st := r.StateDef()
+	t, ok := r.Def.Transition(r.State, action)
+	if !ok || reservedByTask(st, action) || r.Snapshot.Status == protocol.StatusFailed {
+		return notOffered(r, action, e.Offered(r))
+	}
+	if allowed, reason := t.Guard.Allow(r.Data); !allowed {
+		return guardRefused(r, action, reason, e.Offered(r))
+	}
+	return nil
+}
+
 // Transition fires action on the run with input (the request body). It is
 // validated against the run as it is when the change is applied: after a
 // lost compare-and-set the run is read again and everything is checked
@@ -224,13 +238,11 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 		}
 	}
 	t, ok := r.Def.Transition(r.State, action)
-	offered := e.Offered(r)
 	if !ok || (o.task == nil && reservedByTask(st, action)) || (r.Snapshot.Status == protocol.StatusFailed) {
-		return nil, notOffered(r, action, offered)
+		return nil, notOffered(r, action, e.Offered(r))
 	}
 	if allowed, reason := t.Guard.Allow(r.Data); !allowed {
-		return nil, protocol.Errorf(protocol.EForbidden, "%s", reason).
-			With("state", r.State).With("action", action).With("allowed", actionNames(offered)).With("reason", "guard")
+		return nil, guardRefused(r, action, reason, e.Offered(r))
 	}
 	if err := protocol.CheckExpects(t.Expects, input); err != nil {
 		return nil, err
@@ -297,6 +309,11 @@ func notOffered(r *Run, action string, offered []*workflow.Transition) error {
 	}
 	return protocol.Errorf(protocol.EForbidden, "%s", hint).
 		With("state", r.State).With("action", action).With("allowed", names)
+}
+
+func guardRefused(r *Run, action, reason string, offered []*workflow.Transition) error {
+	return protocol.Errorf(protocol.EForbidden, "%s", reason).
+		With("state", r.State).With("action", action).With("allowed", actionNames(offered)).With("refused_by", "guard")
 }
 
 func actionNames(ts []*workflow.Transition) []string {

@@ -1,0 +1,299 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// WorkerOptions configure the background task workers.
+type WorkerOptions struct {
+	// Workers is the number of tasks run at once (0 = 4).
+	Workers int
+	// Lease is how long a claimed task stays owned without renewal
+	// (0 = DefaultLease). Leases are renewed every Lease/3 while a task runs;
+	// a task whose worker died is claimed again once its lease passes.
+	Lease time.Duration
+	// Poll is how often idle workers look for tasks enqueued by other
+	// processes or left by a crash (0 = 1s). Tasks enqueued by this process
+	// wake a worker at once.
+	Poll time.Duration
+	// Owner names this process in task leases (default: a random id).
+	Owner string
+}
+
+// Workers runs background tasks until Stop.
+type Workers struct {
+	e        *Engine
+	opts     WorkerOptions
+	wake     chan struct{}
+	stop     chan struct{}      // closed by Stop: no new claims
+	ctx      context.Context    // cancelled by Stop after the grace period
+	cancel   context.CancelFunc //
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// StartWorkers starts the task workers. Stop them with Stop before closing
+// the store.
+func (e *Engine) StartWorkers(opts *WorkerOptions) *Workers {
+	var o WorkerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Owner == "" {
+		o.Owner = "worker-" + uuid.NewString()[:8]
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Workers{e: e, opts: o, wake: make(chan struct{}, o.Workers), stop: make(chan struct{}), ctx: ctx, cancel: cancel}
+	e.setWake(w.notify)
+	for i := 0; i < o.Workers; i++ {
+		w.wg.Add(1)
+		go w.loop()
+	}
+	return w
+}
+
+func (w *Workers) notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stop asks running tasks to end and waits up to grace for them. Tasks that
+// do not finish in time are handed back to the store (their lease released)
+// so another process, or this one after a restart, runs them again.
+func (w *Workers) Stop(grace time.Duration) {
+	w.e.setWake(nil)
+	w.stopOnce.Do(func() { close(w.stop) })
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	// First let tasks finish on their own for the grace period.
+	select {
+	case <-done:
+		return
+	case <-time.After(grace):
+	}
+	w.cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		w.e.log.Warn("task workers did not stop in time")
+	}
+}
+
+// stopping reports whether Stop has begun (no new claims).
+func (w *Workers) stopping() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Workers) loop() {
+	defer w.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		if w.stopping() || w.ctx.Err() != nil {
+			return
+		}
+		task, ok, err := w.e.store.ClaimTask(w.ctx, w.opts.Owner, w.e.now(), w.opts.Lease)
+		if err != nil && w.ctx.Err() == nil {
+			w.e.log.Error("claiming a task failed", "err", err)
+		}
+		if ok {
+			w.run(task)
+			continue
+		}
+		t.Reset(w.opts.Poll)
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.stop:
+			return
+		case <-w.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// run executes one claimed task and applies its outcome.
+func (w *Workers) run(t store.Task) {
+	e := w.e
+	log := e.log.With("task", t.ID, "run", t.RunID, "state", t.State, "attempt", t.Attempts)
+	bg := context.Background()
+	r, err := e.GetRun(bg, t.RunID)
+	if err != nil || r.Version != t.Version || r.State != t.State || r.Snapshot.Status != protocol.StatusProcessing {
+		// The run moved on (or vanished): the task has nothing left to do.
+		if ferr := e.store.FinishTask(bg, t.ID); ferr != nil {
+			log.Error("finishing a stale task failed", "err", ferr)
+		}
+		return
+	}
+	st := r.StateDef()
+	if st == nil || st.Task == nil {
+		_ = e.store.FinishTask(bg, t.ID)
+		return
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	// Renew the lease while the task runs.
+	leaseDone := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(w.opts.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-leaseDone:
+				return
+			case <-tick.C:
+				if err := e.store.ExtendTask(bg, t.ID, w.opts.Owner, e.now().Add(w.opts.Lease)); err != nil {
+					log.Warn("lost the task's lease; stopping it", "err", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	action, terr := w.execute(ctx, r, st, t)
+	close(leaseDone)
+	if w.ctx.Err() != nil && (terr != nil || action == "") {
+		// Shutting down: hand the task back instead of failing the run.
+		if err := e.store.ReleaseTask(bg, t.ID, w.opts.Owner); err != nil {
+			log.Warn("releasing the task failed; its lease will expire", "err", err)
+		}
+		return
+	}
+	w.apply(r, st, t, action, terr, log)
+}
+
+func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t store.Task) (action string, err error) {
+	e := w.e
+	report := func(progress, hint string) { e.PublishProgress(r.ID, t.Version, progress, hint) }
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("task panicked: %v", v)
+		}
+	}()
+	if st.Task.Func != nil {
+		return st.Task.Func(ctx, &workflow.TaskContext{
+			RunID: r.ID, State: r.State, Data: r.Data, IdempotencyKey: t.ID, Attempt: t.Attempts, Report: report,
+		})
+	}
+	if e.invoker == nil {
+		return "", errors.New("this server has no OIP invoker for row-bound tasks")
+	}
+	_, ok, reason, err := e.invoker.InvokeRow(ctx, RowCall{
+		Key: st.Task.Row, Input: r.Data, FromData: true, RunID: r.ID, State: r.State,
+		TaskID: t.ID, Attempt: t.Attempts, Actor: "task", Progress: report,
+	})
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", errors.New(reason)
+	}
+	return "", nil
+}
+
+// apply fires the task's outcome on the run through the same
+// compare-and-set path as client transitions.
+func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, terr error, log interface {
+	Info(string, ...any)
+	Error(string, ...any)
+}) {
+	e := w.e
+	bg := context.Background()
+	if terr == nil && action == "" {
+		action = st.Task.OnSuccess
+	}
+	if terr == nil && action == "" {
+		terr = errors.New("the task returned no action and the state declares no on_success")
+	}
+	if terr != nil {
+		log.Info("task failed", "err", terr)
+		action = st.Task.OnFailure
+	}
+	opts := TransitionOptions{Actor: "task", task: &t}
+	if action != "" {
+		_, err := e.Transition(bg, r.ID, action, map[string]any{}, opts)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, errTaskStale):
+			_ = e.store.FinishTask(bg, t.ID)
+			return
+		default:
+			if terr == nil {
+				terr = fmt.Errorf("firing %q failed: %s", action, protocol.ErrorHint(err))
+			} else {
+				terr = fmt.Errorf("%v (and firing %q failed: %s)", terr, action, protocol.ErrorHint(err))
+			}
+		}
+	}
+	if err := e.failRun(bg, r.ID, t, terr); err != nil {
+		if errors.Is(err, errTaskStale) {
+			_ = e.store.FinishTask(bg, t.ID)
+			return
+		}
+		log.Error("marking the run failed did not work", "err", err)
+	}
+}
+
+// failRun sets the run's status to failed with the task's error as hint.
+func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause error) error {
+	mu := e.lock(runID)
+	mu.Lock()
+	defer mu.Unlock()
+	for attempt := 0; attempt < e.retries; attempt++ {
+		r, err := e.GetRun(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if r.Version != t.Version || r.State != t.State {
+			return errTaskStale
+		}
+		now := e.now().UTC()
+		next := r.Run
+		next.Version++
+		next.UpdatedAt = now
+		next.Snapshot.Status = protocol.StatusFailed
+		next.Snapshot.Error = "The background task of state " + r.State + " failed: " + cause.Error()
+		c := store.Commit{
+			Run:      next,
+			Event:    store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventFailed, From: r.State, To: r.State, Actor: "task", Snapshot: next.Snapshot},
+			Complete: t.ID,
+		}
+		err = e.store.CommitRun(ctx, r.Version, c)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e.published(c.Event)
+		return nil
+	}
+	return errors.New("engine: could not mark the run failed: too many conflicts")
+}

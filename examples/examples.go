@@ -1,0 +1,160 @@
+// Package examples holds the workflows a bare `asmp serve` serves: the
+// config wizard of the ASMP dynamic CLI seed (config-wizard-v1, the default)
+// and an expense approval (expense-approval-v1) that uses everything a state
+// can carry: a skill, a Go tool, resources, a guard, milestones, and a
+// background task that reports progress.
+package examples
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+//go:embed skills
+var skills embed.FS
+
+// ConfigWizard returns config-wizard-v1, exactly as in the spec's appendix A.
+func ConfigWizard() *workflow.Definition {
+	b := workflow.New("config-wizard-v1", "INITIAL").
+		Description("Walk through one configuration value, then confirm or cancel it.")
+	b.State("INITIAL").Hint("Start the config wizard.").CLI(workflow.CLIHook{
+		Prompt: "Config wizard",
+		Hint:   "Press 1 to start, or 2 to exit.",
+		Options: []workflow.CLIOption{
+			{Action: "start", Label: "Start wizard", Keys: "1"},
+		},
+	})
+	b.State("CONFIGURE").Hint("Enter a value and save.").CLI(workflow.CLIHook{
+		Prompt:    "Set value",
+		Hint:      "Enter your config value, then choose Save.",
+		InputHint: "Value (string):",
+		Options:   []workflow.CLIOption{{Action: "save", Label: "Save", Keys: "enter"}},
+	})
+	b.State("CONFIRM").Hint("Confirm to apply or cancel.").CLI(workflow.CLIHook{
+		Prompt: "Apply configuration?",
+		Hint:   "Confirm to apply or cancel.",
+		Options: []workflow.CLIOption{
+			{Action: "confirm", Label: "Yes, apply", Keys: "y"},
+			{Action: "cancel", Label: "No, cancel", Keys: "n"},
+		},
+	})
+	b.State("DONE").Hint("Configuration applied.")
+	b.State("CANCELLED").Hint("Configuration cancelled.")
+	b.Transition("INITIAL", "start", "CONFIGURE")
+	b.Transition("CONFIGURE", "save", "CONFIRM").Expect("value", "string")
+	b.Transition("CONFIRM", "confirm", "DONE")
+	b.Transition("CONFIRM", "cancel", "CANCELLED")
+	return b.MustBuild()
+}
+
+// ApprovalLimit is the largest amount expense-approval-v1 approves directly.
+const ApprovalLimit = 1000
+
+const policyText = `# Expense policy
+
+- Claims up to 1000 EUR are approved by the reviewer directly.
+- Larger claims go to finance review (action: escalate).
+- Every claim needs a description of what was bought and why.
+- Rejected claims must carry a reason.
+`
+
+// PaymentStep is how long each of the payment task's five steps takes.
+// Tests may shorten it before serving the workflow.
+var PaymentStep = 600 * time.Millisecond
+
+// ExpenseApproval returns expense-approval-v1: submit a claim, review it
+// (approve only up to ApprovalLimit, else escalate to finance), then a
+// background payment task that reports progress and moves the run to PAID.
+func ExpenseApproval() *workflow.Definition {
+	sub, _ := fs.Sub(skills, "skills")
+	b := workflow.New("expense-approval-v1", "SUBMIT").
+		Description("File an expense claim, have it reviewed, and watch it being paid.")
+	b.State("SUBMIT").
+		Hint("Submit the claim: POST submit with amount (number) and description (string). Call policy_check first if unsure.").
+		Status(protocol.StatusAwaitingInput).
+		Skill(workflow.Skill{Name: "expense-skill", Path: "expense/SKILL.md", FS: sub,
+			ContextSummary: "An expense claim is being filed; nothing has been submitted yet.", Version: "1"}).
+		Tool("policy_check", "Tell whether an amount can be approved directly or needs finance review.",
+			map[string]string{"amount": "number"}, policyCheck).
+		Resource(workflow.Resource{Path: "policy", Name: "Expense policy", MimeType: "text/markdown", Text: policyText}).
+		CLI(workflow.CLIHook{Prompt: "New expense claim", InputHint: "amount (number), description (string):",
+			Options: []workflow.CLIOption{{Action: "submit", Label: "Submit claim", Keys: "enter"}}})
+	b.State("REVIEW").
+		Hint("Review the claim. approve is offered only up to the approval limit; escalate larger claims to finance, or reject with a reason.").
+		Milestone("Claim submitted").
+		Resource(workflow.Resource{Path: "claim", Name: "The claim as submitted", MimeType: "application/json", Handler: claimResource}).
+		CLI(workflow.CLIHook{Prompt: "Review the claim",
+			Options: []workflow.CLIOption{
+				{Action: "approve", Label: "Approve", Keys: "a"},
+				{Action: "escalate", Label: "Escalate to finance", Keys: "e"},
+				{Action: "reject", Label: "Reject", Keys: "r"},
+			}})
+	b.State("FINANCE_REVIEW").
+		Hint("Finance review: approve or reject the claim.").
+		Milestone("Escalated to finance")
+	b.State("PAYING").
+		Hint("The payment is running; watch the stream for progress. You may cancel it.").
+		Milestone("Claim approved").
+		Task(payment, "paid", "payment_failed")
+	b.State("PAID").Hint("The claim has been paid.").Milestone("Paid")
+	b.State("REJECTED").Hint("The claim was rejected.")
+	b.State("CANCELLED").Hint("The payment was cancelled; the claim is closed.")
+
+	b.Transition("SUBMIT", "submit", "REVIEW").Expect("amount", "number").Expect("description", "string")
+	b.Transition("REVIEW", "approve", "PAYING").
+		GuardExpr(fmt.Sprintf("data.amount <= %d", ApprovalLimit), fmt.Sprintf("Claims over %d cannot be approved directly: escalate them to finance.", ApprovalLimit))
+	b.Transition("REVIEW", "escalate", "FINANCE_REVIEW").
+		GuardExpr(fmt.Sprintf("data.amount > %d", ApprovalLimit), fmt.Sprintf("Only claims over %d go to finance; approve or reject this one.", ApprovalLimit))
+	b.Transition("REVIEW", "reject", "REJECTED").Expect("reason", "string").Critical()
+	b.Transition("FINANCE_REVIEW", "approve", "PAYING")
+	b.Transition("FINANCE_REVIEW", "reject", "REJECTED").Expect("reason", "string").Critical()
+	b.Transition("PAYING", "paid", "PAID")
+	b.Transition("PAYING", "payment_failed", "REVIEW")
+	b.Transition("PAYING", "cancel", "CANCELLED").Critical()
+	return b.MustBuild()
+}
+
+func policyCheck(ctx context.Context, call workflow.ToolCall) (any, error) {
+	amount, _ := call.Input["amount"].(float64)
+	if n, ok := call.Input["amount"].(int64); ok {
+		amount = float64(n)
+	}
+	if amount <= 0 {
+		return nil, protocol.Errorf(protocol.EInvalid, "amount must be positive.").With("field", "amount")
+	}
+	if amount <= ApprovalLimit {
+		return map[string]any{"route": "approve", "limit": ApprovalLimit, "explanation": fmt.Sprintf("%v is within the limit of %d: the reviewer can approve it directly.", amount, ApprovalLimit)}, nil
+	}
+	return map[string]any{"route": "escalate", "limit": ApprovalLimit, "explanation": fmt.Sprintf("%v is over the limit of %d: it needs finance review.", amount, ApprovalLimit)}, nil
+}
+
+func claimResource(ctx context.Context, req workflow.ResourceRequest) ([]byte, error) {
+	return json.Marshal(map[string]any{"amount": req.Data["amount"], "description": req.Data["description"]})
+}
+
+// payment pretends to pay the claim in five steps, reporting progress.
+func payment(ctx context.Context, tc *workflow.TaskContext) (string, error) {
+	steps := []string{"Checking the claim", "Reserving funds", "Sending the transfer", "Waiting for the bank", "Recording the payment"}
+	for i, step := range steps {
+		tc.Progress(float64(i*100/len(steps)), step)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(PaymentStep):
+		}
+	}
+	tc.Progress(100, "Paid")
+	return "paid", nil
+}
+
+// All returns the built-in workflows, the default first.
+func All() []*workflow.Definition {
+	return []*workflow.Definition{ConfigWizard(), ExpenseApproval()}
+}

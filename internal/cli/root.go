@@ -1,0 +1,115 @@
+// Package cli implements the asmp command line: the server (serve), the
+// workflow tools (validate, graph), the clients (attach, start, step, show,
+// watch) and the OIP commands (dispatch, receipt, history, rows, command,
+// invoke, verify).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// Version is the asmp version, set at build time with
+// -ldflags "-X github.com/asmp-dev/asmp/internal/cli.Version=v1.2.3".
+var Version = "dev"
+
+// Env is what a command runs with: its streams and environment, so tests
+// can run the whole program in-process.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// commands registers the subcommands; each file adds its own in init.
+var commands []func(env *Env) *cobra.Command
+
+func register(f func(env *Env) *cobra.Command) { commands = append(commands, f) }
+
+// NewRoot returns the asmp root command.
+func NewRoot(env *Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "asmp",
+		Short:         "Agent State Machine Protocol server, clients and OIP ledger",
+		Long:          "asmp serves workflows as State Frames over HTTP+JSON, drives runs as remote dynamic CLIs,\nand keeps CLI tools as directory rows in a verifiable, append-only ledger.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version(),
+	}
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	for _, f := range commands {
+		root.AddCommand(f(env))
+	}
+	return root
+}
+
+func version() string {
+	if Version != "dev" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return Version
+}
+
+// Main runs asmp with args and returns the process exit code.
+func Main(ctx context.Context, args []string, env *Env) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	root := NewRoot(env)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		printError(env.Stderr, err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func printError(w io.Writer, err error) {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		fmt.Fprintf(w, "asmp: %s\n", pe.Hint)
+		return
+	}
+	fmt.Fprintf(w, "asmp: %v\n", err)
+}
+
+func init() {
+	register(func(env *Env) *cobra.Command {
+		return &cobra.Command{
+			Use:   "version",
+			Short: "Print the asmp version",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				fmt.Fprintf(cmd.OutOrStdout(), "asmp %s\n", version())
+				return nil
+			},
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+func init() {
+	register(newValidateCmd)
+	register(newGraphCmd)
+}
+
+func newValidateCmd(env *Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate WF_FILE...",
+		Short: "Check workflow files (YAML or JSON) and report every problem with its position",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			type result struct {
+				File       string   `json:"file"`
+				Valid      bool     `json:"valid"`
+				WorkflowID string   `json:"workflow_id,omitempty"`
+				States     int      `json:"states,omitempty"`
+				Errors     []string `json:"errors,omitempty"`
+				Warnings   []string `json:"warnings,omitempty"`
+			}
+			var results []result
+			failed := 0
+			for _, f := range args {
+				def, err := workflow.LoadFile(f)
+				r := result{File: f, Valid: err == nil}
+				if err != nil {
+					failed++
+					r.Errors = strings.Split(err.Error(), "\n")
+				} else {
+					r.WorkflowID, r.States = def.ID, len(def.States)
+					for _, w := range def.Warnings {
+						r.Warnings = append(r.Warnings, f+":"+w.String())
+					}
+				}
+				results = append(results, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(results); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range results {
+					if r.Valid {
+						fmt.Fprintf(out, "%s: ok (workflow %s, %d states)\n", r.File, r.WorkflowID, r.States)
+					}
+					for _, e := range r.Errors {
+						fmt.Fprintln(out, e)
+					}
+					for _, w := range r.Warnings {
+						fmt.Fprintln(out, w)
+					}
+				}
+			}
+			if failed > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d of %d workflow files are invalid", failed, len(args))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable results")
+	return cmd
+}
+
+func newGraphCmd(env *Env) *cobra.Command {
+	var format, current string
+	cmd := &cobra.Command{
+		Use:   "graph WF_FILE",
+		Short: "Print a workflow as a Mermaid state diagram or Graphviz DOT",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			def, err := workflow.LoadFile(args[0])
+			if err != nil {
+				return err
+			}
+			switch format {
+			case "mermaid":
+				fmt.Fprint(cmd.OutOrStdout(), def.Mermaid(current))
+			case "dot":
+				fmt.Fprint(cmd.OutOrStdout(), def.DOT(current))
+			default:
+				return fmt.Errorf("unknown --format %q: use mermaid or dot", format)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "mermaid", "output format: mermaid or dot")
+	cmd.Flags().StringVar(&current, "highlight", "", "state to highlight")
+	return cmd
+}

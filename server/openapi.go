@@ -1,0 +1,69 @@
+package server
+
+import (
+	_ "embed"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/spec"
+)
+
+//go:embed openapi_extra.json
+var openapiExtra []byte
+
+var (
+	openapiOnce sync.Once
+	openapiDoc  map[string]any
+	openapiErr  error
+)
+
+// OpenAPIDocument returns the canonical ASMP OpenAPI document extended with
+// every endpoint asmp adds, with servers[0].url set to base.
+func OpenAPIDocument(base string) (map[string]any, error) {
+	openapiOnce.Do(func() {
+		var doc, extra map[string]any
+		if openapiErr = json.Unmarshal(spec.OpenAPI, &doc); openapiErr != nil {
+			return
+		}
+		if openapiErr = json.Unmarshal(openapiExtra, &extra); openapiErr != nil {
+			return
+		}
+		paths := doc["paths"].(map[string]any)
+		for p, item := range extra["paths"].(map[string]any) {
+			paths[p] = item
+		}
+		// GET / does not create a run here.
+		if root, ok := paths["/"].(map[string]any); ok {
+			if get, ok := root["get"].(map[string]any); ok {
+				get["description"] = "Discovery frame. Creates no run: run_id is the nil UUID and next_states offers one start action per served workflow, whose href is a POST that creates a run."
+			}
+		}
+		comps := doc["components"].(map[string]any)
+		comps["securitySchemes"] = map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "Only when the server runs with --token: Authorization: Bearer SECRET."}}
+		info := doc["info"].(map[string]any)
+		info["x-implementation"] = "asmp (Go)"
+		openapiDoc = doc
+	})
+	if openapiErr != nil {
+		return nil, openapiErr
+	}
+	// Shallow copy with this request's server URL.
+	out := make(map[string]any, len(openapiDoc))
+	for k, v := range openapiDoc {
+		out[k] = v
+	}
+	out["servers"] = []any{map[string]any{"url": base, "description": "This ASMP server"}}
+	return out, nil
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request, c *call) error {
+	doc, err := OpenAPIDocument(c.base)
+	if err != nil {
+		return &protocol.Error{Code: protocol.EInternal, Hint: "openapi document", Err: err}
+	}
+	httpx.WriteJSON(w, http.StatusOK, doc)
+	return nil
+}
