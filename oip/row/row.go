@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -171,8 +172,8 @@ func (r *Row) Validate() error {
 	if r.Command == "" {
 		return invalid("command", "command is required")
 	}
-	if strings.ContainsAny(r.Command, "\x00\n\r") {
-		return invalid("command", "command %s must not contain NUL bytes or line breaks", quoted(r.Command))
+	if strings.ContainsAny(r.Command, "\x00\n\r") || !utf8.ValidString(r.Command) {
+		return invalid("command", "command %s must be UTF-8 without NUL bytes or line breaks", quoted(r.Command))
 	}
 	switch r.OutputFormat {
 	case "", FormatText, FormatJSON:
@@ -184,11 +185,8 @@ func (r *Row) Validate() error {
 	default:
 		return invalid("invocation_method", "invocation_method %s must be %q or %q", quoted(r.InvocationMethod), MethodExec, MethodShell)
 	}
-	if r.SourceURL != "" {
-		u, err := url.Parse(r.SourceURL)
-		if err != nil || !u.IsAbs() || (u.Host == "" && u.Opaque == "" && u.Path == "") {
-			return invalid("source_url", "source_url %s must be an absolute URL such as https://example.com/tool", quoted(r.SourceURL))
-		}
+	if r.SourceURL != "" && !absoluteURL(r.SourceURL) {
+		return invalid("source_url", "source_url %s must be an absolute URL such as https://example.com/tool", quoted(r.SourceURL))
 	}
 	if math.IsNaN(r.Timeout) || r.Timeout < 0 || r.Timeout > MaxTimeout {
 		return invalid("timeout", "timeout %v must be a number of seconds from 0 (the server default) to %d", r.Timeout, MaxTimeout)
@@ -208,17 +206,19 @@ func (r *Row) validateParams() error {
 	optional := -1 // index of the first optional arg
 	for i := range r.Args {
 		p := &r.Args[i]
-		path := fmt.Sprintf("args[%d]", i)
-		if err := p.validate(path, false); err != nil {
+		if err := p.validate("args", i, false); err != nil {
 			return err
 		}
 		if p.ShortAlias != "" {
+			path := pathOf("args", i)
 			return invalid(path+".short_alias", "%s.short_alias: positional args take no short alias; make %q a flag to give it one", path, p.Name)
 		}
 		if p.Type == TypeArray && i != len(r.Args)-1 {
+			path := pathOf("args", i)
 			return invalid(path+".type", "%s %q is an array; only the last arg may be an array", path, p.Name)
 		}
 		if p.Required && optional >= 0 {
+			path := pathOf("args", i)
 			return invalid(path+".required", "%s %q is required but follows the optional args[%d] %q; put required args first",
 				path, p.Name, optional, r.Args[optional].Name)
 		}
@@ -227,13 +227,17 @@ func (r *Row) validateParams() error {
 		}
 	}
 	for i := range r.Flags {
-		p := &r.Flags[i]
-		path := fmt.Sprintf("flags[%d]", i)
-		if err := p.validate(path, true); err != nil {
+		if err := r.Flags[i].validate("flags", i, true); err != nil {
 			return err
 		}
 	}
 	return r.checkUnique()
+}
+
+// pathOf renders a param's field path, like "flags[1]". Only error paths
+// call it, so valid rows validate without formatting.
+func pathOf(list string, i int) string {
+	return list + "[" + strconv.Itoa(i) + "]"
 }
 
 // checkUnique refuses duplicate names (across args and flags) and duplicate
@@ -296,7 +300,37 @@ func (r *Row) checkUnique() error {
 	return nil
 }
 
-func (p *Param) validate(path string, flag bool) error {
+func (p *Param) validate(list string, i int, flag bool) error {
+	if p.valid(flag) {
+		return nil
+	}
+	path := pathOf(list, i)
+	if err := p.explain(path, flag); err != nil {
+		return err
+	}
+	return invalid(path, "%s is not a valid param", path) // unreachable: valid and explain agree
+}
+
+// valid is the allocation-free check; explain says what valid refused.
+func (p *Param) valid(flag bool) bool {
+	switch p.Type {
+	case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray:
+	default:
+		return false
+	}
+	if !validName(p.Name) || flag && p.ShortAlias != "" && !validAlias(p.ShortAlias) {
+		return false
+	}
+	if p.Default != nil && !(p.Type == TypeString && plainString(p.Default)) {
+		v, err := parseJSON(p.Default)
+		if err != nil || CheckValue(p.Type, v) != "" || badString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Param) explain(path string, flag bool) error {
 	if p.Name == "" {
 		return invalid(path+".name", "%s.name is required", path)
 	}
@@ -324,8 +358,8 @@ func (p *Param) validate(path string, flag bool) error {
 			}
 			return invalid(path+".default", "%s.default%s", path, msg)
 		}
-		if hasNUL(v) {
-			return invalid(path+".default", "%s.default must not contain NUL bytes: a command line cannot carry them", path)
+		if badString(v) {
+			return invalid(path+".default", "%s.default must be UTF-8 without NUL bytes: a command line cannot carry them", path)
 		}
 	}
 	return nil
@@ -409,20 +443,38 @@ func kindOf(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// hasNUL reports whether a string default, or a string in an array default,
-// holds a NUL byte.
-func hasNUL(v any) bool {
+// badString reports whether a string default, or a string in an array
+// default, holds a NUL byte or is not UTF-8.
+func badString(v any) bool {
 	switch x := v.(type) {
 	case string:
-		return strings.IndexByte(x, 0) >= 0
+		return strings.IndexByte(x, 0) >= 0 || !utf8.ValidString(x)
 	case []any:
 		for _, e := range x {
-			if hasNUL(e) {
+			if badString(e) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// lastURL remembers the last URL absoluteURL accepted: rows are validated
+// again on every command build, and parsing is the costly part.
+var lastURL atomic.Pointer[string]
+
+// absoluteURL reports whether s parses as an absolute URL with something
+// after the scheme.
+func absoluteURL(s string) bool {
+	if p := lastURL.Load(); p != nil && *p == s {
+		return true
+	}
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() || (u.Host == "" && u.Opaque == "" && u.Path == "") {
+		return false
+	}
+	lastURL.Store(&s)
+	return true
 }
 
 func validName(s string) bool {
@@ -455,19 +507,25 @@ func parseJSON(raw []byte) (any, error) {
 	case "false":
 		return false, nil
 	}
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		plain := true
-		for _, c := range raw[1 : n-1] {
-			if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			return string(raw[1 : n-1]), nil
-		}
+	if plainString(raw) {
+		return string(raw[1 : len(raw)-1]), nil
 	}
 	return protocol.DecodeValue(raw, 0)
+}
+
+// plainString reports whether raw is a JSON string of printable ASCII
+// without escapes, whose value is the bytes between the quotes.
+func plainString(raw []byte) bool {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : n-1] {
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // invalid returns an EInvalid error whose hint is the formatted text and

@@ -163,8 +163,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"null command", `{"command":null}`, "command", "command is required"},
 		{"empty command", `{"command":""}`, "command", "command is required"},
 		{"command not string", `{"command":5}`, "command", "command must be a string, got number"},
-		{"command newline", `{"command":"a\nb"}`, "command", "must not contain NUL bytes or line breaks"},
-		{"command NUL", `{"command":"a\u0000b"}`, "command", "must not contain NUL"},
+		{"command newline", `{"command":"a\nb"}`, "command", "must be UTF-8 without NUL bytes or line breaks"},
+		{"command NUL", `{"command":"a\u0000b"}`, "command", "without NUL bytes"},
 		{"description type", `{"command":"x","description":[]}`, "description", "description must be a string, got array"},
 		{"output_format", `{"command":"x","output_format":"xml"}`, "output_format", `output_format "xml" must be "json" or "text"`},
 		{"invocation_method", `{"command":"x","invocation_method":"ssh"}`, "invocation_method", `invocation_method "ssh" must be "exec" or "shell"`},
@@ -205,7 +205,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"default null", `{"command":"x","flags":[{"name":"a","type":"boolean","default":null}]}`, "flags[0].default", "must be a boolean, got null"},
 		{"default array nested", `{"command":"x","flags":[{"name":"a","type":"array","default":["a",[1]]}]}`, "flags[0].default", "flags[0].default[1] must be a string, number or boolean, got array"},
 		{"default array scalar", `{"command":"x","flags":[{"name":"a","type":"array","default":"a"}]}`, "flags[0].default", "must be an array, got string"},
-		{"default NUL", `{"command":"x","args":[{"name":"a","type":"string","default":"a\u0000"}]}`, "args[0].default", "must not contain NUL"},
+		{"default NUL", `{"command":"x","args":[{"name":"a","type":"string","default":"a\u0000"}]}`, "args[0].default", "must be UTF-8 without NUL bytes"},
 		{"schema not object", `{"command":"x","schema":[]}`, "schema", "schema must be a JSON Schema object, got array"},
 		{"schema boolean", `{"command":"x","schema":true}`, "schema", "must be a JSON Schema object, got boolean"},
 		{"schema bad keyword value", `{"command":"x","schema":{"type":"objectx"}}`, "schema", "schema does not compile"},
@@ -270,6 +270,8 @@ func TestValidateGoRow(t *testing.T) {
 	checkErr(t, r.Validate(), "args[0].short_alias", "positional args take no short alias")
 	r = &Row{Command: "x", Flags: []Param{{Name: "a", Type: TypeString, Default: json.RawMessage(`{`)}}}
 	checkErr(t, r.Validate(), "flags[0].default", "flags[0].default is not valid JSON")
+	r = &Row{Command: "x\xff"}
+	checkErr(t, r.Validate(), "command", "must be UTF-8")
 	r = &Row{Command: "x", Timeout: -0.5}
 	checkErr(t, r.Validate(), "timeout", "timeout")
 	r = &Row{Command: "x"}
