@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.route("GET /runs/{run_id}/resources/{path...}", auth.ScopeRead, s.resource)
 	s.route("GET /runs/{run_id}/events", auth.ScopeRead, s.events)
 	s.route("GET /runs/{run_id}/stream", auth.ScopeRead, s.stream)
+	s.route("GET /stream", auth.ScopeRead, s.stream) // run named by X-Run-Id or Mcp-Session-Id
 	s.route("GET /skills/{path...}", auth.ScopeRead, s.skill)
 	s.route("GET /openapi.json", auth.ScopeRead, s.openapi)
 	s.route("GET /visualize", auth.ScopeRead, s.visualize)
@@ -197,6 +198,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, c *call) error
 // loadRun reads the path's run and checks it belongs to the scoping workflow.
 func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
 	id := runID(r)
+	if id == "" {
+		return nil, protocol.Errorf(protocol.EInvalid, "Name the run: use /runs/{run_id}/stream, or send its id in X-Run-Id or Mcp-Session-Id.")
+	}
 	run, err := s.e.GetRun(r.Context(), id)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,79 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+func loop(t *testing.T) *engine.Engine {
+	b := workflow.New("loop-v1", "LOOP")
+	b.State("LOOP").Hint("tick")
+	b.Transition("LOOP", "tick", "LOOP")
+	e, err := engine.New(memstore.New(), []*workflow.Definition{b.MustBuild()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// A subscriber that never reads neither blocks transitions nor other
+// subscribers; it is cut off and told so.
+func TestSlowSubscriberIsDroppedNotBlocking(t *testing.T) {
+	e := loop(t)
+	ctx := context.Background()
+	r, err := e.StartRun(ctx, "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := e.Hub().Subscribe(r.ID)
+	fast := e.Hub().Subscribe(r.ID)
+	got := make(chan int64, 10000)
+	go func() {
+		for m := range fast.C {
+			got <- m.Event.Seq
+		}
+		close(got)
+	}()
+	n := engine.DefaultSubscriberBuffer * 2
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < n; i++ {
+			if _, err := e.Transition(ctx, r.ID, "tick", nil, engine.TransitionOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("transitions blocked behind a slow subscriber")
+	}
+	for want := int64(2); want <= int64(n+1); want++ {
+		select {
+		case seq := <-got:
+			if seq != want {
+				t.Fatalf("fast subscriber got %d, want %d", seq, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("fast subscriber stalled at %d", want)
+		}
+	}
+	// The slow one was cut off after its buffer filled.
+	count := 0
+	for range slow.C {
+		count++
+	}
+	if !slow.Dropped() || count != engine.DefaultSubscriberBuffer {
+		t.Fatalf("slow subscriber: dropped=%v after %d messages", slow.Dropped(), count)
+	}
+	fast.Close()
+	if e.Hub().Subscribers() != 0 {
+		t.Fatalf("%d subscribers left", e.Hub().Subscribers())
+	}
+}
