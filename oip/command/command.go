@@ -172,8 +172,10 @@ func (b *Builder) Build(input map[string]any) (*Command, error) {
 			return nil, invalid(p.name, "input %q %s", p.name, msg)
 		}
 	}
-	if err := b.row.ValidateInput(input); err != nil {
-		return nil, err
+	if b.row.Schema != nil {
+		if err := b.row.ValidateInput(schemaInput(input)); err != nil {
+			return nil, err
+		}
 	}
 
 	// Step 2: positionals, filling gaps before the last given arg.
@@ -242,6 +244,33 @@ func (b *Builder) Build(input map[string]any) (*Command, error) {
 		c.Shell = c.Line
 	}
 	return c, nil
+}
+
+// schemaInput returns input with []string values turned into []any, the
+// form a JSON Schema validator knows as an array. It copies only if needed.
+func schemaInput(input map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range input {
+		a, ok := v.([]string)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(input))
+			for k2, v2 := range input {
+				out[k2] = v2
+			}
+		}
+		l := make([]any, len(a))
+		for i, s := range a {
+			l[i] = s
+		}
+		out[k] = l
+	}
+	if out == nil {
+		return input
+	}
+	return out
 }
 
 func (b *Builder) param(i int) *param {

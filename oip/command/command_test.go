@@ -303,6 +303,54 @@ func TestBuildSchema(t *testing.T) {
 	checkErr(t, errOf(Build(r, map[string]any{"level": "6"})), "level", `input "level" must be an integer`)
 }
 
+// Go []string values are arrays to the schema too.
+func TestBuildSchemaStringSlice(t *testing.T) {
+	r := mustRow(t, `{"command":"t","flags":[{"name":"tag","type":"array"}],
+		"schema":{"properties":{"tag":{"type":"array","maxItems":2,"items":{"type":"string"}}}}}`)
+	in := map[string]any{"tag": []string{"a", "b"}}
+	c, err := Build(r, in)
+	if err != nil || !reflect.DeepEqual(c.Argv, []string{"t", "--tag", "a", "--tag", "b"}) {
+		t.Fatalf("Build = %v, %v", c, err)
+	}
+	if _, ok := in["tag"].([]string); !ok {
+		t.Error("Build modified the caller's input")
+	}
+	checkErr(t, errOf(Build(r, map[string]any{"tag": []string{"a", "b", "c"}})), "tag", "at '/tag'")
+}
+
+// One row and one Builder serve many goroutines (run with -race).
+func TestBuildConcurrent(t *testing.T) {
+	r := mustRow(t, `{"command":"t","invocation_method":"shell","source_url":"https://example.com/t",
+		"args":[{"name":"a","type":"string","default":"x"},{"name":"b","type":"integer"}],
+		"flags":[{"name":"v","type":"boolean","short_alias":"-v"}],
+		"schema":{"properties":{"b":{"minimum":0}}}}`)
+	b, err := Compile(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			var err error
+			for i := 0; i < 50 && err == nil; i++ {
+				in := map[string]any{"b": int64(g + i), "v": i%2 == 0}
+				var c1, c2 *Command
+				if c1, err = Build(r, in); err == nil {
+					if c2, err = b.Build(in); err == nil && c1.Shell != c2.Shell {
+						err = errors.New("Build and Builder.Build disagree")
+					}
+				}
+			}
+			done <- err
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestCompileErrors(t *testing.T) {
 	if _, err := Compile(nil); protocol.ErrorCode(err) != protocol.EInvalid {
 		t.Errorf("Compile(nil) = %v", err)
