@@ -1,0 +1,294 @@
+package oip
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// Handler returns the HTTP API of the ledger, on paths under /api/:
+//
+//	POST /api/dispatch                 dispatch scope; 201 Receipt
+//	GET  /api/dispatch?receipt=INV     read; the Record
+//	GET  /api/dispatch?key=K           read; the key's latest Record
+//	GET  /api/dispatch?key=K&history=true  read; {"key", "records": [...]}, oldest first
+//	GET  /api/directory?after=&limit=  read; DirectoryPage
+//	POST /api/commands/{key}           read; {"input": {...}} → {"argv", "command", "invocation_method"}
+//	GET  /api/ledger/checkpoint        read; the signed note (text/plain), or Checkpoint as JSON with Accept: application/json
+//	GET  /api/ledger/key               read; the verifier key (text/plain), or {"public_key", "origin"} as JSON
+//	GET  /api/ledger/proof?inv_ID=&tree_size=  read; Proof
+//	GET  /api/ledger/consistency?from=&to=     read; ConsistencyProof
+//
+// Every error body is {"status": "error", "error": code, "hint": ...}. The
+// caller's scopes come from auth.FromContext (403 without the scope).
+// Mount it with mux.Handle("/api/", svc.Handler()).
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/dispatch", s.handle(auth.ScopeDispatch, s.postDispatch))
+	mux.Handle("GET /api/dispatch", s.handle(auth.ScopeRead, s.getDispatch))
+	mux.Handle("GET /api/directory", s.handle(auth.ScopeRead, s.getDirectory))
+	mux.Handle("POST /api/commands/{key}", s.handle(auth.ScopeRead, s.postCommand))
+	mux.Handle("GET /api/ledger/checkpoint", s.handle(auth.ScopeRead, s.getCheckpoint))
+	mux.Handle("GET /api/ledger/key", s.handle(auth.ScopeRead, s.getKey))
+	mux.Handle("GET /api/ledger/proof", s.handle(auth.ScopeRead, s.getProof))
+	mux.Handle("GET /api/ledger/consistency", s.handle(auth.ScopeRead, s.getConsistency))
+	mux.Handle("/api/", s.handle("", s.unknown))
+	return mux
+}
+
+var routes = map[string]string{
+	"/api/dispatch":           "GET, HEAD, POST",
+	"/api/directory":          "GET, HEAD",
+	"/api/ledger/checkpoint":  "GET, HEAD",
+	"/api/ledger/key":         "GET, HEAD",
+	"/api/ledger/proof":       "GET, HEAD",
+	"/api/ledger/consistency": "GET, HEAD",
+}
+
+func (s *Service) unknown(w http.ResponseWriter, r *http.Request) error {
+	allow, ok := routes[r.URL.Path]
+	if !ok && strings.HasPrefix(r.URL.Path, "/api/commands/") && !strings.Contains(strings.TrimPrefix(r.URL.Path, "/api/commands/"), "/") {
+		allow, ok = "POST", true
+	}
+	if !ok {
+		return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency}.", truncate(r.URL.Path, 200))
+	}
+	w.Header().Set("Allow", allow)
+	httpx.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{
+		"status": StatusError, "error": "method_not_allowed",
+		"hint": r.Method + " is not allowed on " + r.URL.Path + "; use " + allow + ".",
+	})
+	return nil
+}
+
+// handle checks the scope, runs h and writes its error with status "error".
+func (s *Service) handle(scope string, h httpx.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := func() error {
+			if p := auth.FromContext(r.Context()); scope != "" && !p.Has(scope) {
+				return protocol.Errorf(protocol.EForbidden, "%s %s needs the %q scope, which %q does not hold; use a token with it.", r.Method, r.URL.Path, scope, p.Name).
+					With("scope", scope)
+			}
+			return h(w, r)
+		}()
+		if err == nil {
+			return
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Code != protocol.EInternal {
+			err = pe.With("status", StatusError)
+		}
+		httpx.WriteError(w, s.log, err)
+	})
+}
+
+func (s *Service) postDispatch(w http.ResponseWriter, r *http.Request) error {
+	b, err := httpx.ReadBody(w, r, s.maxBody)
+	if err != nil {
+		return err
+	}
+	rc, err := s.DispatchJSON(r.Context(), b)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/dispatch?receipt="+url.QueryEscape(rc.InvID))
+	httpx.WriteJSON(w, http.StatusCreated, rc)
+	return nil
+}
+
+// History is the answer of GET /api/dispatch?key=K&history=true.
+type History struct {
+	Key     string   `json:"key"`
+	Records []Record `json:"records"` // oldest first
+}
+
+func (s *Service) getDispatch(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	inv, key := q.Get("receipt"), q.Get("key")
+	history := false
+	if h := q.Get("history"); h != "" {
+		var err error
+		if history, err = strconv.ParseBool(h); err != nil {
+			return invalidf("history", "history must be true or false, not %q.", truncate(h, 20))
+		}
+	}
+	switch {
+	case inv != "" && key != "":
+		return invalidf("receipt", "Give either receipt=inv_ID or key=K, not both.")
+	case inv != "":
+		if history {
+			return invalidf("history", "history applies to key=K; a receipt names one record.")
+		}
+		rec, err := s.Record(r.Context(), inv)
+		if err != nil {
+			return err
+		}
+		httpx.WriteJSON(w, http.StatusOK, rec)
+	case key != "":
+		if err := CheckKey(key); err != nil {
+			return err
+		}
+		if history {
+			recs, err := s.History(r.Context(), key)
+			if err != nil {
+				return err
+			}
+			httpx.WriteJSON(w, http.StatusOK, History{Key: key, Records: recs})
+			return nil
+		}
+		rec, err := s.Latest(r.Context(), key)
+		if err != nil {
+			return err
+		}
+		httpx.WriteJSON(w, http.StatusOK, rec)
+	default:
+		return invalidf("receipt", "Give receipt=inv_ID for one record, or key=K for a key's latest record (add history=true for all its versions).")
+	}
+	return nil
+}
+
+func (s *Service) getDirectory(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit := 0
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			return invalidf("limit", "limit must be a positive integer (at most %d), not %q.", s.maxPage, truncate(l, 20))
+		}
+		limit = n
+	}
+	page, err := s.Directory(r.Context(), q.Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (s *Service) postCommand(w http.ResponseWriter, r *http.Request) error {
+	key := r.PathValue("key")
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	b, err := httpx.ReadBody(w, r, s.maxBody)
+	if err != nil {
+		return err
+	}
+	req, err := protocol.DecodeObject(b, s.maxDepth)
+	if err != nil {
+		return err
+	}
+	var input map[string]any
+	for k, v := range req {
+		if k != "input" {
+			return invalidf(k, `Unknown field %q; send {"input": {...}} keyed by the row's arg and flag names.`, truncate(k, 64))
+		}
+		if v == nil {
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return invalidf("input", `input must be a JSON object keyed by the row's arg and flag names.`)
+		}
+		input = m
+	}
+	cmd, err := s.Command(r.Context(), key, input)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, cmd)
+	return nil
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func writeText(w http.ResponseWriter, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(text))
+}
+
+func (s *Service) getCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	ck, err := s.Checkpoint(r.Context())
+	if err != nil {
+		return err
+	}
+	if wantsJSON(r) {
+		w.Header().Set("Cache-Control", "no-store")
+		httpx.WriteJSON(w, http.StatusOK, ck)
+		return nil
+	}
+	writeText(w, ck.Note)
+	return nil
+}
+
+func (s *Service) getKey(w http.ResponseWriter, r *http.Request) error {
+	if wantsJSON(r) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"public_key": s.key.vkey, "origin": s.origin})
+		return nil
+	}
+	writeText(w, s.key.vkey+"\n")
+	return nil
+}
+
+// intParam parses an optional positive integer query parameter (0 when
+// absent).
+func intParam(q url.Values, name string) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, invalidf(name, "%s must be a positive integer, not %q.", name, truncate(v, 20))
+	}
+	return n, nil
+}
+
+func (s *Service) getProof(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	inv := q.Get("inv_ID")
+	if inv == "" {
+		return invalidf("inv_ID", "inv_ID is required: the receipt's inv_ID (add tree_size=N for a proof in an older tree).")
+	}
+	size, err := intParam(q, "tree_size")
+	if err != nil {
+		return err
+	}
+	p, err := s.Proof(r.Context(), inv, size)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, p)
+	return nil
+}
+
+func (s *Service) getConsistency(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if q.Get("from") == "" {
+		return invalidf("from", "from is required: the tree size of the older checkpoint (to defaults to the current size).")
+	}
+	from, err := intParam(q, "from")
+	if err != nil {
+		return err
+	}
+	to, err := intParam(q, "to")
+	if err != nil {
+		return err
+	}
+	p, err := s.Consistency(r.Context(), from, to)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, p)
+	return nil
+}

@@ -1,0 +1,259 @@
+package oip
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/oip/command"
+	"github.com/asmp-dev/asmp/oip/row"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+)
+
+// Outcome classes.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"
+	OutcomeRefused   = "refused"
+)
+
+// Outcome is what became of an invocation: refused before running, or the
+// result of running it.
+type Outcome struct {
+	Class      string  `json:"class"`               // OutcomeSucceeded, OutcomeFailed or OutcomeRefused
+	ExitCode   *int    `json:"exit_code,omitempty"` // absent when the command did not run
+	DurationMS int64   `json:"duration_ms"`
+	Stdout     *Stream `json:"stdout,omitempty"`
+	Stderr     *Stream `json:"stderr,omitempty"`
+	// Reason says why an invocation was refused (or failed to start).
+	Reason string `json:"reason,omitempty"`
+	// Output is the parsed stdout of a row with output_format json.
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+// Stream is a captured output stream: its first bytes and its full size
+// and SHA-256.
+type Stream struct {
+	Text      string `json:"text"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Execution is one invocation to run, handed to an Executor after its
+// attempt record is in the ledger.
+type Execution struct {
+	AttemptID string // inv_ID of the attempt record
+	Key       string // the invocation's key
+	RowKey    string // the directory row's key (object_key)
+	RowInvID  string // inv_ID of the row version used
+	Row       *row.Row
+	Command   *command.Command
+	Principal auth.Principal
+}
+
+// Executor runs invocations dispatched with "execute": true. It is the
+// extension point for SPEC section 9's execution: it enforces the
+// allowlist (returning an OutcomeRefused outcome for commands not on it),
+// the timeout (the row's, else its default), a clean environment, no
+// stdin, output caps, and never uses a shell unless the row's method is
+// shell. Service calls it only when the principal holds the exec scope. The
+// context it gets is not cancelled when the client goes away, so the
+// result is always recorded.
+type Executor interface {
+	Execute(ctx context.Context, x Execution) Outcome
+}
+
+// invocationRequest is the dispatched invocation body.
+type invocationRequest struct {
+	Type      string          `json:"type"`
+	ObjectKey string          `json:"object_key"`
+	Input     json.RawMessage `json:"input"`
+	Execute   bool            `json:"execute"`
+	ReplayOf  string          `json:"replay_of"`
+}
+
+var invocationKeys = map[string]bool{"type": true, "object_key": true, "input": true, "execute": true, "replay_of": true}
+
+// invocationBody is the stored body of an invocation record.
+type invocationBody struct {
+	Type      string           `json:"type"`
+	ObjectKey string           `json:"object_key"`
+	RowInvID  string           `json:"row_inv_ID"`
+	Input     json.RawMessage  `json:"input"`
+	Execute   bool             `json:"execute"`
+	ReplayOf  string           `json:"replay_of,omitempty"`
+	Command   *command.Command `json:"command,omitempty"`
+	Outcome   *Outcome         `json:"outcome,omitempty"`
+}
+
+// resultBody is the stored body of an invocation_result record.
+type resultBody struct {
+	Type      string  `json:"type"`
+	ObjectKey string  `json:"object_key"`
+	Outcome   Outcome `json:"outcome"`
+}
+
+func parseInvocation(body []byte) (invocationRequest, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return invocationRequest{}, invalidf("body", "The invocation is not a JSON object: %v.", err)
+	}
+	for k := range fields {
+		if !invocationKeys[k] {
+			return invocationRequest{}, invalidf("body."+k, "Unknown field %q in the invocation; allowed: type, object_key, input, execute, replay_of.", truncate(k, 64))
+		}
+	}
+	var req invocationRequest
+	if raw, ok := fields["object_key"]; !ok || json.Unmarshal(raw, &req.ObjectKey) != nil {
+		return req, invalidf("body.object_key", "body.object_key is required: the key of the directory row to invoke.")
+	}
+	if err := CheckKey(req.ObjectKey); err != nil {
+		return req, invalidf("body.object_key", "body.object_key %q is not a valid key (%s).", truncate(req.ObjectKey, 140), KeyPattern)
+	}
+	if raw, ok := fields["execute"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &req.Execute) != nil {
+			return req, invalidf("body.execute", "body.execute must be true or false.")
+		}
+	}
+	if raw, ok := fields["replay_of"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &req.ReplayOf) != nil || req.ReplayOf == "" {
+			return req, invalidf("body.replay_of", "body.replay_of must be the inv_ID of the invocation this one replays.")
+		}
+	}
+	req.Input = json.RawMessage("{}")
+	if raw, ok := fields["input"]; ok && string(raw) != "null" {
+		if len(raw) == 0 || raw[0] != '{' {
+			return req, invalidf("body.input", "body.input must be a JSON object keyed by the row's arg and flag names.")
+		}
+		req.Input = raw
+	}
+	return req, nil
+}
+
+// dispatchInvocation records an invocation of a directory row (SPEC
+// section 9). Without execution one record holds the constructed command;
+// an invocation whose input is invalid, or that asks for execution without
+// the authority, is recorded as refused. With execution the attempt is
+// recorded first, the Executor runs it, and an invocation_result record
+// holds the outcome; the receipt is then the result's.
+func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byte) (Receipt, error) {
+	req, err := parseInvocation(body)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if req.ObjectKey == key {
+		return Receipt{}, invalidf("key", "The invocation's key %q is its row's key; give the invocation a key of its own (for example %q).", key, key+"-run-1")
+	}
+	rowRec, err := s.rowRecord(ctx, req.ObjectKey)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if req.ReplayOf != "" {
+		if err := s.checkReplayOf(ctx, req.ReplayOf); err != nil {
+			return Receipt{}, err
+		}
+	}
+	ib := invocationBody{
+		Type: TypeInvocation, ObjectKey: req.ObjectKey, RowInvID: rowRec.InvID,
+		Input: req.Input, Execute: req.Execute, ReplayOf: req.ReplayOf,
+	}
+	b, r, err := s.builder(rowRec)
+	var cmd *command.Command
+	if err == nil {
+		var input map[string]any
+		if input, err = protocol.DecodeObject(req.Input, s.maxDepth); err == nil {
+			cmd, err = b.Build(input)
+		}
+	}
+	p := auth.FromContext(ctx)
+	switch {
+	case err != nil:
+		ib.Outcome = refused("The input does not fit the row: " + protocol.ErrorHint(err))
+	case req.Execute && s.exec == nil:
+		ib.Command = cmd
+		ib.Outcome = refused("Execution is disabled on this server; it runs only with --allow-exec.")
+	case req.Execute && !p.Has(auth.ScopeExec):
+		ib.Command = cmd
+		ib.Outcome = refused(fmt.Sprintf("The caller %q lacks the %s scope needed to execute.", p.Name, auth.ScopeExec))
+	default:
+		ib.Command = cmd
+	}
+	attempt, err := s.appendJSON(ctx, key, TypeInvocation, ib, "", req.ReplayOf)
+	if err != nil {
+		return Receipt{}, err
+	}
+	rc := receiptOf(attempt)
+	rc.Outcome = ib.Outcome
+	if ib.Outcome != nil || !req.Execute {
+		return rc, nil
+	}
+
+	// Execute: the attempt is durable; run it and record the result even
+	// if the client has gone.
+	ctx = context.WithoutCancel(ctx)
+	out := s.exec.Execute(ctx, Execution{
+		AttemptID: attempt.InvID, Key: key, RowKey: req.ObjectKey, RowInvID: rowRec.InvID,
+		Row: r, Command: cmd, Principal: p,
+	})
+	result, err := s.appendJSON(ctx, key, TypeInvocationResult, resultBody{Type: TypeInvocationResult, ObjectKey: req.ObjectKey, Outcome: out}, attempt.InvID, "")
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || out.Output == nil {
+			return Receipt{}, err
+		}
+		// The command's JSON output cannot be hashed faithfully: keep
+		// the outcome without it.
+		out.Output = nil
+		out.Reason = "output not recorded: " + pe.Hint
+		if result, err = s.appendJSON(ctx, key, TypeInvocationResult, resultBody{Type: TypeInvocationResult, ObjectKey: req.ObjectKey, Outcome: out}, attempt.InvID, ""); err != nil {
+			return Receipt{}, err
+		}
+	}
+	rc = receiptOf(result)
+	rc.Outcome = &out
+	return rc, nil
+}
+
+func refused(reason string) *Outcome {
+	return &Outcome{Class: OutcomeRefused, Reason: reason}
+}
+
+func (s *Service) checkReplayOf(ctx context.Context, invID string) error {
+	sr, err := s.st.LedgerRecord(ctx, invID)
+	if errors.Is(err, store.ErrNotFound) {
+		return protocol.Errorf(protocol.ENotFound, "body.replay_of names no ledger record (%q); give the inv_ID of an earlier invocation.", truncate(invID, 64)).With("field", "body.replay_of")
+	}
+	if err != nil {
+		return fmt.Errorf("oip: read replayed record: %w", err)
+	}
+	if sr.Type != TypeInvocation {
+		return invalidf("body.replay_of", "body.replay_of names a %s record; only invocations can be replayed.", sr.Type)
+	}
+	return nil
+}
+
+// appendJSON encodes a body built by the service, checks it like a
+// dispatched one, and appends it.
+func (s *Service) appendJSON(ctx context.Context, key, typ string, v any, resultOf, replayOf string) (Record, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return Record{}, fmt.Errorf("oip: encode %s: %w", typ, err)
+	}
+	b, err := checkBody(buf.Bytes())
+	if err != nil {
+		return Record{}, err
+	}
+	t, err := s.template(ctx, key, typ, b)
+	if err != nil {
+		return Record{}, err
+	}
+	t.ResultOf, t.ReplayOf = resultOf, replayOf
+	return s.appendRecord(ctx, t)
+}

@@ -1,0 +1,778 @@
+package oip
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/oip/command"
+	"github.com/asmp-dev/asmp/oip/row"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+)
+
+// KeyPattern is what a dispatch key must match.
+const KeyPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
+
+var keyRE = regexp.MustCompile(KeyPattern)
+
+// DefaultMaxPage is the largest directory page when Options.MaxPage is 0.
+const DefaultMaxPage = 100
+
+// loadPage is how many records one catch-up read asks the store for.
+const loadPage = 1000
+
+// maxPending bounds the leaves kept while waiting for an earlier seq; past
+// it they are dropped and the next catch-up reads them from the store.
+const maxPending = 1 << 16
+
+// Options configures a Service. The zero value (or nil) is usable: an
+// ephemeral key, the default origin, the wall clock, no logging.
+type Options struct {
+	// KeyPath is the file holding the Ed25519 checkpoint signing key (a
+	// signed-note signer key). It is created with mode 0600 on first start
+	// when missing and reused afterwards; the server keeps it beside the
+	// database (for example asmp.db.key). "" means an ephemeral in-memory
+	// key, for tests: checkpoints then do not verify across restarts.
+	KeyPath string
+	// Origin is the checkpoint's first line and the name of a newly
+	// created key. "" means DefaultOrigin. It must be a valid signed-note
+	// key name: no spaces and no '+'.
+	Origin string
+	// Now is the clock for timestamps and inv_IDs; nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational logs (never keys or secrets); nil
+	// discards them.
+	Logger *slog.Logger
+	// MaxPage is the largest directory page (and the default page size);
+	// 0 means DefaultMaxPage.
+	MaxPage int
+	// MaxBody is the request body limit of the HTTP handler in bytes; 0
+	// means httpx.DefaultMaxBody (1 MiB). Larger bodies get 413.
+	MaxBody int64
+	// MaxDepth is the JSON nesting limit of request bodies; 0 means
+	// protocol.DefaultMaxDepth.
+	MaxDepth int
+	// Executor runs invocations dispatched with "execute": true. nil means
+	// execution is disabled: such invocations are recorded as refused.
+	Executor Executor
+}
+
+// Service is the OIP dispatch ledger over a store.Store: dispatch,
+// replay, the directory, command construction, and the Merkle tree with
+// signed checkpoints and proofs. It is safe for concurrent use.
+type Service struct {
+	st       store.Store
+	origin   string
+	key      keyPair
+	now      func() time.Time
+	log      *slog.Logger
+	maxPage  int
+	maxBody  int64
+	maxDepth int
+	exec     Executor
+
+	idMu    sync.Mutex
+	entropy *ulid.MonotonicEntropy
+
+	mu      sync.RWMutex // guards tree and pending
+	tree    tree
+	pending map[int64][hashSize]byte
+	loadMu  sync.Mutex // serialises catch-up reads from the store
+
+	ckMu sync.Mutex
+	ck   Checkpoint // the last checkpoint signed, reused while the size holds
+
+	bMu      sync.Mutex
+	builders map[string]compiled // by the row's inv_ID
+}
+
+// New returns a Service over st, loading the ledger's Merkle tree from it
+// (in pages) and loading or creating the signing key.
+func New(st store.Store, opts *Options) (*Service, error) {
+	if st == nil {
+		return nil, errors.New("oip: no store")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := &Service{
+		st:       st,
+		origin:   o.Origin,
+		now:      o.Now,
+		log:      o.Logger,
+		maxPage:  o.MaxPage,
+		maxBody:  o.MaxBody,
+		maxDepth: o.MaxDepth,
+		exec:     o.Executor,
+		entropy:  ulid.Monotonic(rand.Reader, 0),
+		pending:  map[int64][hashSize]byte{},
+		builders: map[string]compiled{},
+	}
+	if s.origin == "" {
+		s.origin = DefaultOrigin
+	}
+	if !validName(s.origin) {
+		return nil, fmt.Errorf("oip: origin %q must be non-empty UTF-8 without spaces or '+'", s.origin)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxPage <= 0 {
+		s.maxPage = DefaultMaxPage
+	}
+	var err error
+	if s.key, err = loadKey(o.KeyPath, s.origin, s.log); err != nil {
+		return nil, err
+	}
+	if err := s.catchUp(context.Background()); err != nil {
+		return nil, fmt.Errorf("oip: load ledger: %w", err)
+	}
+	return s, nil
+}
+
+func validName(s string) bool {
+	return s != "" && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsSpace) && !strings.Contains(s, "+")
+}
+
+// VerifierKey returns the signed-note verifier key of the checkpoints
+// ("name+hash+base64 Ed25519 public key"). It is public.
+func (s *Service) VerifierKey() string { return s.key.vkey }
+
+// Origin returns the checkpoint origin line.
+func (s *Service) Origin() string { return s.origin }
+
+// newID returns a fresh "inv_" + ULID for time t.
+func (s *Service) newID(t time.Time) (string, error) {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	id, err := ulid.New(ulid.Timestamp(t), s.entropy)
+	if err != nil {
+		// The monotonic entropy overflowed within one millisecond: start
+		// afresh with new randomness.
+		s.entropy = ulid.Monotonic(rand.Reader, 0)
+		if id, err = ulid.New(ulid.Timestamp(t), s.entropy); err != nil {
+			return "", fmt.Errorf("oip: new inv_ID: %w", err)
+		}
+	}
+	return "inv_" + id.String(), nil
+}
+
+// CheckKey returns an EInvalid error unless key matches KeyPattern.
+func CheckKey(key string) error {
+	if !keyRE.MatchString(key) {
+		return invalidf("key", "The key %q is not valid: it must match %s (1 to 128 characters: letters, digits, '.', '_', ':', '-', starting with a letter or digit).", truncate(key, 140), KeyPattern)
+	}
+	return nil
+}
+
+// kind groups record types that may share a key: a directory row key only
+// ever holds directory rows, an invocation key only invocations and their
+// results.
+func kind(typ string) string {
+	if typ == TypeInvocationResult {
+		return TypeInvocation
+	}
+	return typ
+}
+
+// appendRecord appends one record under key, built from the template rec
+// (whose InvID, Key, Type, Body, Timestamp, Source, ResultOf and ReplayOf
+// are set). It fills in seq, supersedes and entry_hash inside the store's
+// transaction and adds the record's leaf to the Merkle tree.
+func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) {
+	var (
+		built Record
+		leaf  [hashSize]byte
+	)
+	stored, err := s.st.AppendLedger(ctx, rec.Key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
+		r := rec
+		r.Seq = p.Seq
+		r.Supersedes = ""
+		if p.Latest != nil {
+			if kind(p.Latest.Type) != kind(r.Type) {
+				return store.LedgerRecord{}, keyKindError(r.Key, p.Latest.Type, r.Type)
+			}
+			r.Supersedes = p.Latest.InvID
+		}
+		var err error
+		if r.EntryHash, leaf, err = hashes(r); err != nil {
+			return store.LedgerRecord{}, err
+		}
+		built = r
+		ts, err := time.Parse(TimeFormat, r.Timestamp)
+		if err != nil {
+			return store.LedgerRecord{}, fmt.Errorf("oip: record timestamp: %w", err)
+		}
+		return store.LedgerRecord{
+			InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
+			Timestamp: ts, Source: r.Source, EntryHash: r.EntryHash,
+			Supersedes: r.Supersedes, ResultOf: r.ResultOf, ReplayOf: r.ReplayOf,
+		}, nil
+	})
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return Record{}, pe
+		}
+		return Record{}, fmt.Errorf("oip: append to ledger: %w", err)
+	}
+	if stored.Seq != built.Seq || stored.InvID != built.InvID {
+		// The store returned another record than the last one built.
+		built = fromStore(stored)
+		if _, leaf, err = hashes(built); err != nil {
+			return Record{}, err
+		}
+	}
+	s.addLeaf(built.Seq, leaf)
+	return built, nil
+}
+
+func keyKindError(key, have, want string) error {
+	if kind(have) == TypeDirectoryRow {
+		return invalidf("key", "The key %q names a directory row; an invocation needs a key of its own (for example %q) and names the row in object_key.", key, key+"-run-1")
+	}
+	return invalidf("key", "The key %q already holds %s records; a %s needs a key of its own.", key, kind(have), want)
+}
+
+// addLeaf adds the leaf of the record with seq to the tree, in seq order:
+// a leaf whose predecessors are not in yet waits for them.
+func (s *Service) addLeaf(seq int64, leaf [hashSize]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	size := int64(s.tree.size())
+	switch {
+	case seq <= size:
+		return // a catch-up read it already
+	case seq == size+1:
+		s.tree.append(leaf)
+		s.drainLocked()
+	case len(s.pending) < maxPending:
+		s.pending[seq] = leaf
+	}
+}
+
+func (s *Service) drainLocked() {
+	for len(s.pending) > 0 {
+		next := int64(s.tree.size()) + 1
+		leaf, ok := s.pending[next]
+		if !ok {
+			for q := range s.pending {
+				if q < next {
+					delete(s.pending, q)
+				}
+			}
+			return
+		}
+		delete(s.pending, next)
+		s.tree.append(leaf)
+	}
+}
+
+// catchUp appends to the tree every record the store has beyond it: those
+// written by other processes, or whose appends have not returned yet.
+func (s *Service) catchUp(ctx context.Context) error {
+	n, err := s.st.LedgerSize(ctx)
+	if err != nil {
+		return fmt.Errorf("oip: ledger size: %w", err)
+	}
+	if n <= s.size() {
+		return nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	for from := s.size() + 1; from <= n; {
+		to := min(from+loadPage, n+1)
+		recs, err := s.st.LedgerRange(ctx, from, to)
+		if err != nil {
+			return fmt.Errorf("oip: read ledger %d..%d: %w", from, to-1, err)
+		}
+		if len(recs) == 0 {
+			return nil // the store reported n but has not shown them yet
+		}
+		leaves := make([][hashSize]byte, len(recs))
+		for i, sr := range recs {
+			r := fromStore(sr)
+			entry, leaf, err := hashes(r)
+			if err != nil {
+				return fmt.Errorf("oip: ledger record %d: %w", sr.Seq, err)
+			}
+			if entry != sr.EntryHash {
+				s.log.Error("ledger record's entry_hash does not match its content", "seq", sr.Seq, "inv_ID", sr.InvID)
+			}
+			leaves[i] = leaf
+		}
+		s.mu.Lock()
+		for i, sr := range recs {
+			size := int64(s.tree.size())
+			if sr.Seq <= size {
+				continue
+			}
+			if sr.Seq != size+1 {
+				s.mu.Unlock()
+				return fmt.Errorf("oip: ledger has a gap: seq %d follows %d", sr.Seq, size)
+			}
+			s.tree.append(leaves[i])
+		}
+		s.drainLocked()
+		s.mu.Unlock()
+		from = s.size() + 1
+	}
+	return nil
+}
+
+func (s *Service) size() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return int64(s.tree.size())
+}
+
+// Size returns the number of records in the ledger, after catching up
+// with the store.
+func (s *Service) Size(ctx context.Context) (int64, error) {
+	if err := s.catchUp(ctx); err != nil {
+		return 0, err
+	}
+	return s.size(), nil
+}
+
+// Dispatch appends body under key for the principal in ctx (its name is
+// the record's source) and returns the receipt. body must be a JSON object
+// whose "type" is directory_row or invocation. Errors are *protocol.Error
+// values (EInvalid, ENotFound) with a hint; nothing is appended on error.
+// Dispatch does not check scopes; the HTTP handler does.
+func (s *Service) Dispatch(ctx context.Context, key string, body json.RawMessage) (Receipt, error) {
+	if err := CheckKey(key); err != nil {
+		return Receipt{}, err
+	}
+	b, err := checkBody(body)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if _, err := protocol.DecodeValue(b, s.maxDepth); err != nil {
+		return Receipt{}, err
+	}
+	var head struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Receipt{}, invalidf("body", "The body is not valid JSON: %v.", err)
+	}
+	var typ string
+	if len(head.Type) == 0 || json.Unmarshal(head.Type, &typ) != nil || typ == "" {
+		return Receipt{}, invalidf("body.type", "body.type is required: one of %s, %s.", TypeDirectoryRow, TypeInvocation).
+			With("known_types", []string{TypeDirectoryRow, TypeInvocation})
+	}
+	switch typ {
+	case TypeDirectoryRow:
+		return s.dispatchRow(ctx, key, b)
+	case TypeInvocation:
+		return s.dispatchInvocation(ctx, key, b)
+	}
+	return Receipt{}, invalidf("body.type", "Unknown body.type %q; the known types are %s and %s.", truncate(typ, 64), TypeDirectoryRow, TypeInvocation).
+		With("known_types", []string{TypeDirectoryRow, TypeInvocation})
+}
+
+// DispatchJSON decodes a dispatch request {"key": K, "body": {...}} and
+// dispatches it (see Dispatch).
+func (s *Service) DispatchJSON(ctx context.Context, request []byte) (Receipt, error) {
+	key, body, err := parseDispatch(request, s.maxDepth)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return s.Dispatch(ctx, key, body)
+}
+
+// parseDispatch decodes the request envelope.
+func parseDispatch(request []byte, maxDepth int) (string, json.RawMessage, error) {
+	if _, err := protocol.DecodeObject(request, maxDepth); err != nil {
+		return "", nil, err
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(request, &env); err != nil || env == nil {
+		return "", nil, protocol.Errorf(protocol.EInvalid, `The request must be a JSON object {"key": K, "body": {"type": T, ...}}.`)
+	}
+	for k := range env {
+		if k != "key" && k != "body" {
+			return "", nil, invalidf(k, `Unknown field %q in the dispatch request; send {"key": K, "body": {"type": T, ...}}.`, truncate(k, 64))
+		}
+	}
+	var key string
+	if raw, ok := env["key"]; !ok || json.Unmarshal(raw, &key) != nil {
+		return "", nil, invalidf("key", `key is required and must be a string matching %s.`, KeyPattern)
+	}
+	body, ok := env["body"]
+	if !ok || len(body) == 0 || body[0] != '{' {
+		return "", nil, invalidf("body", `body is required and must be a JSON object with a "type" (%s or %s).`, TypeDirectoryRow, TypeInvocation)
+	}
+	return key, body, nil
+}
+
+func (s *Service) template(ctx context.Context, key, typ string, body []byte) (Record, error) {
+	now := s.now()
+	id, err := s.newID(now)
+	if err != nil {
+		return Record{}, err
+	}
+	source := auth.FromContext(ctx).Name
+	if source == "" {
+		source = auth.Anonymous
+	}
+	return Record{
+		InvID: id, Key: key, Type: typ, Body: json.RawMessage(body),
+		Timestamp: formatTime(now), Source: source,
+	}, nil
+}
+
+func (s *Service) dispatchRow(ctx context.Context, key string, body []byte) (Receipt, error) {
+	if _, err := row.Decode(body); err != nil {
+		return Receipt{}, err
+	}
+	t, err := s.template(ctx, key, TypeDirectoryRow, body)
+	if err != nil {
+		return Receipt{}, err
+	}
+	rec, err := s.appendRecord(ctx, t)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return receiptOf(rec), nil
+}
+
+// Record returns the record with that inv_ID, with replayed_by.
+func (s *Service) Record(ctx context.Context, invID string) (Record, error) {
+	sr, err := s.st.LedgerRecord(ctx, invID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Record{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", truncate(invID, 64))
+		}
+		return Record{}, fmt.Errorf("oip: read record: %w", err)
+	}
+	return s.withReplays(ctx, fromStore(sr))
+}
+
+func (s *Service) withReplays(ctx context.Context, r Record) (Record, error) {
+	by, err := s.st.ReplayedBy(ctx, r.InvID)
+	if err != nil {
+		return Record{}, fmt.Errorf("oip: replayed by: %w", err)
+	}
+	if by == nil {
+		by = []string{}
+	}
+	r.ReplayedBy = by
+	return r, nil
+}
+
+// History returns every record of key, oldest first, each with
+// replayed_by.
+func (s *Service) History(ctx context.Context, key string) ([]Record, error) {
+	srs, err := s.history(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, len(srs))
+	for i, sr := range srs {
+		if out[i], err = s.withReplays(ctx, fromStore(sr)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) history(ctx context.Context, key string) ([]store.LedgerRecord, error) {
+	srs, err := s.st.LedgerHistory(ctx, key)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && len(srs) == 0) {
+		return nil, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", truncate(key, 140))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oip: read history: %w", err)
+	}
+	return srs, nil
+}
+
+// Latest returns the latest record of key, with replayed_by.
+func (s *Service) Latest(ctx context.Context, key string) (Record, error) {
+	srs, err := s.history(ctx, key)
+	if err != nil {
+		return Record{}, err
+	}
+	return s.withReplays(ctx, fromStore(srs[len(srs)-1]))
+}
+
+// DirectoryRow is one row of the directory listing, rendered as the seed's
+// Directory Row object: key, type "cli", the row's fields, and the inv_ID
+// of the version shown.
+type DirectoryRow struct {
+	Key  string `json:"key"`
+	Type string `json:"type"` // row.Category ("cli")
+	row.Row
+	InvID string `json:"inv_ID"`
+}
+
+// DirectoryPage is one page of the directory.
+type DirectoryPage struct {
+	Rows []DirectoryRow `json:"rows"`
+	// Next is the cursor for the following page (pass it as after); ""
+	// on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// Directory returns the current directory rows (the latest version of
+// every key whose latest record is a directory row) with keys after the
+// cursor, in key order, at most limit (0 or more than MaxPage: MaxPage).
+func (s *Service) Directory(ctx context.Context, after string, limit int) (DirectoryPage, error) {
+	if limit <= 0 || limit > s.maxPage {
+		limit = s.maxPage
+	}
+	recs, err := s.st.LedgerLatest(ctx, TypeDirectoryRow, after, limit+1)
+	if err != nil {
+		return DirectoryPage{}, fmt.Errorf("oip: read directory: %w", err)
+	}
+	page := DirectoryPage{Rows: make([]DirectoryRow, 0, min(len(recs), limit))}
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.Next = recs[limit-1].Key
+	}
+	for _, sr := range recs {
+		page.Rows = append(page.Rows, DirectoryRow{Key: sr.Key, Type: row.Category, Row: *s.decodeRow(sr), InvID: sr.InvID})
+	}
+	return page, nil
+}
+
+// decodeRow decodes a stored directory row. A row that no longer passes
+// validation (the rules became stricter) is shown as stored.
+func (s *Service) decodeRow(sr store.LedgerRecord) *row.Row {
+	r, err := row.Decode(sr.Body)
+	if err == nil {
+		return r
+	}
+	s.log.Warn("stored directory row no longer validates", "key", sr.Key, "inv_ID", sr.InvID, "err", err)
+	var lax row.Row
+	_ = json.Unmarshal(sr.Body, &lax)
+	return &lax
+}
+
+// rowRecord returns the latest record of key when it is a directory row.
+func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord, error) {
+	srs, err := s.st.LedgerHistory(ctx, key)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.LedgerRecord{}, fmt.Errorf("oip: read row: %w", err)
+	}
+	if len(srs) == 0 || srs[len(srs)-1].Type != TypeDirectoryRow {
+		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", truncate(key, 140), TypeDirectoryRow).
+			With("field", "object_key")
+	}
+	return srs[len(srs)-1], nil
+}
+
+// compiled is a decoded row version with its command builder.
+type compiled struct {
+	b *command.Builder
+	r *row.Row
+}
+
+// builder returns the compiled command builder of a stored row version.
+func (s *Service) builder(sr store.LedgerRecord) (*command.Builder, *row.Row, error) {
+	s.bMu.Lock()
+	c, ok := s.builders[sr.InvID]
+	s.bMu.Unlock()
+	if ok {
+		return c.b, c.r, nil
+	}
+	r, err := row.Decode(sr.Body)
+	if err != nil {
+		return nil, nil, protocol.Errorf(protocol.EInvalid, "The directory row %q (%s) no longer validates: %s", sr.Key, sr.InvID, protocol.ErrorHint(err))
+	}
+	b, err := command.Compile(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.bMu.Lock()
+	if len(s.builders) >= 256 {
+		clear(s.builders)
+	}
+	s.builders[sr.InvID] = compiled{b, r}
+	s.bMu.Unlock()
+	return b, r, nil
+}
+
+// Command builds the command of the directory row key (its latest
+// version) for input, without writing anything. ENotFound for an unknown
+// row; EInvalid, with a hint naming the input key, for bad input.
+func (s *Service) Command(ctx context.Context, key string, input map[string]any) (*command.Command, error) {
+	sr, err := s.rowRecord(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := s.builder(sr)
+	if err != nil {
+		return nil, err
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	return b.Build(input)
+}
+
+// Checkpoint returns the signed checkpoint of the ledger's current tree,
+// after catching up with the store.
+func (s *Service) Checkpoint(ctx context.Context) (Checkpoint, error) {
+	if err := s.catchUp(ctx); err != nil {
+		return Checkpoint{}, err
+	}
+	return s.checkpointAt(s.size())
+}
+
+// checkpointAt signs the checkpoint of the tree's first size leaves.
+func (s *Service) checkpointAt(size int64) (Checkpoint, error) {
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	if s.ck.Note != "" && s.ck.TreeSize == size {
+		return s.ck, nil
+	}
+	root, err := s.root(size)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	n, err := s.key.sign(s.origin, uint64(size), root)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	ck := Checkpoint{Origin: s.origin, TreeSize: size, RootHash: hex.EncodeToString(root), Note: n, PublicKey: s.key.vkey}
+	if size >= s.ck.TreeSize {
+		s.ck = ck
+	}
+	return ck, nil
+}
+
+func (s *Service) root(size int64) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.tree.root(uint64(size))
+}
+
+// Proof is an inclusion proof of one record in the tree of TreeSize
+// records, with the signed checkpoint of that tree.
+type Proof struct {
+	InvID     string   `json:"inv_ID"`
+	Seq       int64    `json:"seq"`
+	LeafIndex int64    `json:"leaf_index"` // seq - 1
+	TreeSize  int64    `json:"tree_size"`
+	LeafHash  string   `json:"leaf_hash"` // hex SHA-256(0x00 || canonical JSON)
+	RootHash  string   `json:"root_hash"` // hex
+	Proof     []string `json:"proof"`     // hex node hashes, RFC 6962 order
+	EntryHash string   `json:"entry_hash"`
+	// Checkpoint is the signed note of the tree of TreeSize records.
+	Checkpoint string `json:"checkpoint,omitempty"`
+}
+
+// Proof returns the inclusion proof of the record invID in the tree of
+// treeSize records (0: the current size). EInvalid when treeSize is
+// smaller than the record's seq or beyond the ledger; ENotFound for an
+// unknown inv_ID.
+func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proof, error) {
+	sr, err := s.st.LedgerRecord(ctx, invID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Proof{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", truncate(invID, 64))
+		}
+		return Proof{}, fmt.Errorf("oip: read record: %w", err)
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return Proof{}, err
+	}
+	size := s.size()
+	if treeSize == 0 {
+		treeSize = size
+	}
+	if treeSize < sr.Seq || treeSize > size {
+		return Proof{}, invalidf("tree_size", "tree_size must be between the record's seq (%d) and the ledger's size (%d); got %d.", sr.Seq, size, treeSize)
+	}
+	s.mu.RLock()
+	path, err := s.tree.inclusion(uint64(sr.Seq-1), uint64(treeSize))
+	var leaf [hashSize]byte
+	if err == nil {
+		leaf = s.tree.levels[0][sr.Seq-1]
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return Proof{}, err
+	}
+	ck, err := s.checkpointAt(treeSize)
+	if err != nil {
+		return Proof{}, err
+	}
+	return Proof{
+		InvID: sr.InvID, Seq: sr.Seq, LeafIndex: sr.Seq - 1, TreeSize: treeSize,
+		LeafHash: hex.EncodeToString(leaf[:]), RootHash: ck.RootHash, Proof: hexAll(path),
+		EntryHash: sr.EntryHash, Checkpoint: ck.Note,
+	}, nil
+}
+
+// ConsistencyProof proves that the tree of To records extends the tree of
+// From records.
+type ConsistencyProof struct {
+	From     int64    `json:"from"`
+	To       int64    `json:"to"`
+	Proof    []string `json:"proof"` // hex node hashes, RFC 6962 order
+	RootFrom string   `json:"root_from"`
+	RootTo   string   `json:"root_to"`
+	// Checkpoint is the signed note of the tree of To records.
+	Checkpoint string `json:"checkpoint,omitempty"`
+}
+
+// Consistency returns the consistency proof between the trees of from and
+// to records (to 0: the current size). EInvalid unless
+// 1 <= from <= to <= size.
+func (s *Service) Consistency(ctx context.Context, from, to int64) (ConsistencyProof, error) {
+	if err := s.catchUp(ctx); err != nil {
+		return ConsistencyProof{}, err
+	}
+	size := s.size()
+	if to == 0 {
+		to = size
+	}
+	if from < 1 || from > to || to > size {
+		return ConsistencyProof{}, invalidf("from", "from and to must satisfy 1 <= from <= to <= %d (the ledger's size); got from=%d to=%d.", size, from, to)
+	}
+	s.mu.RLock()
+	path, err := s.tree.consistency(uint64(from), uint64(to))
+	var r1 []byte
+	if err == nil {
+		r1, err = s.tree.root(uint64(from))
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return ConsistencyProof{}, err
+	}
+	ck, err := s.checkpointAt(to)
+	if err != nil {
+		return ConsistencyProof{}, err
+	}
+	return ConsistencyProof{From: from, To: to, Proof: hexAll(path), RootFrom: hex.EncodeToString(r1), RootTo: ck.RootHash, Checkpoint: ck.Note}, nil
+}
+
+func hexAll(hs [][]byte) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = hex.EncodeToString(h)
+	}
+	return out
+}
