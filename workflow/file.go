@@ -114,17 +114,9 @@ func LoadFile(name string) (*Definition, error) {
 // messages; fsys (may be nil) is where `file` and skill `path` entries are
 // read from.
 func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
-	file, err := parser.ParseBytes(src, 0)
+	body, fw, err := decodeFile(source, src)
 	if err != nil {
-		return nil, yamlError(source, err)
-	}
-	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
-		return nil, &ValidationError{Source: source, Problems: []Problem{{Message: "the file must hold exactly one workflow document"}}}
-	}
-	body := file.Docs[0].Body
-	var fw fileWorkflow
-	if err := yaml.NodeToValue(body, &fw, yaml.Strict()); err != nil {
-		return nil, yamlError(source, err)
+		return nil, err
 	}
 	d := &Definition{
 		ID:           fw.WorkflowID,
@@ -162,6 +154,28 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 		return nil, &ValidationError{Source: source, Problems: problems}
 	}
 	return def, err
+}
+
+// decodeFile parses src into the file format. The YAML library can panic on
+// some malformed documents; that becomes an error here, never a crash.
+func decodeFile(source string, src []byte) (body ast.Node, fw fileWorkflow, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &ValidationError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file's structure cannot be decoded (a value has the wrong shape, e.g. a scalar where a list belongs): %v", v)}}}
+		}
+	}()
+	file, perr := parser.ParseBytes(src, 0)
+	if perr != nil {
+		return nil, fw, yamlError(source, perr)
+	}
+	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+		return nil, fw, &ValidationError{Source: source, Problems: []Problem{{Message: "the file must hold exactly one workflow document"}}}
+	}
+	body = file.Docs[0].Body
+	if derr := yaml.NodeToValue(body, &fw, yaml.Strict()); derr != nil {
+		return nil, fw, yamlError(source, derr)
+	}
+	return body, fw, nil
 }
 
 func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
@@ -238,14 +252,14 @@ func guessMime(file, p string) string {
 	if name == "" {
 		name = p
 	}
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-		return t
-	}
 	switch strings.ToLower(path.Ext(name)) {
 	case ".md", ".markdown":
 		return "text/markdown"
 	case ".yaml", ".yml":
 		return "application/yaml"
+	}
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
 	}
 	return "text/plain; charset=utf-8"
 }
@@ -256,7 +270,7 @@ func stateOrder(body ast.Node, states map[string]*fileState) []string {
 	seen := map[string]bool{}
 	if m := mappingAt(body, "states"); m != nil {
 		for _, mv := range m.Values {
-			k := mv.Key.String()
+			k := keyString(mv.Key)
 			if _, ok := states[k]; ok && !seen[k] {
 				order = append(order, k)
 				seen[k] = true
@@ -284,7 +298,7 @@ func mappingAt(body ast.Node, key string) *ast.MappingNode {
 		}
 	}
 	for _, mv := range root.Values {
-		if mv.Key.String() == key {
+		if keyString(mv.Key) == key {
 			switch n := mv.Value.(type) {
 			case *ast.MappingNode:
 				return n
@@ -296,9 +310,22 @@ func mappingAt(body ast.Node, key string) *ast.MappingNode {
 	return nil
 }
 
+// keyString is a mapping key's value, without the quotes JSON keys have.
+func keyString(k ast.MapKeyNode) string {
+	if tk := k.GetToken(); tk != nil {
+		return tk.Value
+	}
+	return k.String()
+}
+
 // position resolves a problem path like "transitions[2].to" to a line and
 // column in the file, walking up to the nearest node that exists.
-func position(body ast.Node, p string) (int, int) {
+func position(body ast.Node, p string) (line, col int) {
+	defer func() {
+		if recover() != nil {
+			line, col = 0, 0
+		}
+	}()
 	for p != "" {
 		yp, err := yaml.PathString("$." + p)
 		if err == nil {

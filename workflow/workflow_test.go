@@ -1,0 +1,250 @@
+package workflow_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// summary renders what a definition means, to compare definitions built
+// in different ways.
+func summary(d *workflow.Definition) string {
+	type st struct {
+		Name, Hint, Status, Milestone string
+		CLI                           *workflow.CLIHook
+	}
+	type tr struct {
+		From, Action, To string
+		Expects          map[string]string
+		Critical, Guard  bool
+	}
+	var out struct {
+		ID, Initial string
+		States      []st
+		Transitions []tr
+	}
+	out.ID, out.Initial = d.ID, d.InitialState
+	for _, s := range d.States {
+		out.States = append(out.States, st{s.Name, s.Hint, s.Status, s.Milestone, s.CLI})
+	}
+	for _, t := range d.Transitions {
+		out.Transitions = append(out.Transitions, tr{t.From, t.Action, t.To, t.Expects, t.IsCritical, t.Guard != nil})
+	}
+	b, _ := json.MarshalIndent(out, "", " ")
+	return string(b)
+}
+
+// The YAML file and the Go builder produce the same definition.
+func TestFileAndBuilderAgree(t *testing.T) {
+	f, err := workflow.LoadFile("testdata/config-wizard.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(f), summary(examples.ConfigWizard()); got != want {
+		t.Fatalf("file and builder differ:\n%s\nvs\n%s", got, want)
+	}
+	// The same shape in JSON loads to the same definition too.
+	j, err := workflow.Load("wizard.json", []byte(`{
+	  "workflow_id": "config-wizard-v1",
+	  "description": "Walk through one configuration value, then confirm or cancel it.",
+	  "initial_state": "INITIAL",
+	  "states": {
+	    "INITIAL": {"hint": "Start the config wizard.", "cli": {"prompt": "Config wizard", "hint": "Press 1 to start, or 2 to exit.", "options": [{"action": "start", "label": "Start wizard", "keys": "1"}]}},
+	    "CONFIGURE": {"hint": "Enter a value and save.", "cli": {"prompt": "Set value", "hint": "Enter your config value, then choose Save.", "input_hint": "Value (string):", "options": [{"action": "save", "label": "Save", "keys": "enter"}]}},
+	    "CONFIRM": {"hint": "Confirm to apply or cancel.", "cli": {"prompt": "Apply configuration?", "hint": "Confirm to apply or cancel.", "options": [{"action": "confirm", "label": "Yes, apply", "keys": "y"}, {"action": "cancel", "label": "No, cancel", "keys": "n"}]}},
+	    "DONE": {"hint": "Configuration applied."},
+	    "CANCELLED": {"hint": "Configuration cancelled."}
+	  },
+	  "transitions": [
+	    {"from": "INITIAL", "action": "start", "to": "CONFIGURE"},
+	    {"from": "CONFIGURE", "action": "save", "to": "CONFIRM", "expects": {"value": "str"}},
+	    {"from": "CONFIRM", "action": "confirm", "to": "DONE"},
+	    {"from": "CONFIRM", "action": "cancel", "to": "CANCELLED"}
+	  ]
+	}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summary(j) != summary(f) {
+		t.Fatalf("JSON and YAML differ:\n%s\nvs\n%s", summary(j), summary(f))
+	}
+}
+
+func TestValidationReportsEveryProblemWithPosition(t *testing.T) {
+	_, err := workflow.LoadFile("testdata/broken.yaml")
+	if err == nil {
+		t.Fatal("broken workflow loaded")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`testdata/broken.yaml:1:14: workflow_id: "Broken_ID" is not a valid workflow id`,
+		`initial_state: initial state "START" is not declared`,
+		`states.BEGIN.status: unknown status "sleeping"`,
+		`states.middle: "middle" is not a valid state name`,
+		`transitions[0].to: transition "go" goes to state "NOWHERE", which is not declared`,
+		`transitions[1].action: state "BEGIN" already has a transition "go"`,
+		`transitions[2].from: transition "boo" leaves state "GHOST"`,
+		`transitions[3].expects.n: unknown type "decimal"`,
+		`transitions[4].guard.expr: guard expression does not compile`,
+		`states.BEGIN.cli.options[0].action: CLI option names action "fly", but state BEGIN has no such transition`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in:\n%s", want, msg)
+		}
+	}
+	// Every problem has a line number.
+	for _, line := range strings.Split(msg, "\n") {
+		if !strings.HasPrefix(line, "testdata/broken.yaml:") || line[len("testdata/broken.yaml:")] < '0' || line[len("testdata/broken.yaml:")] > '9' {
+			t.Errorf("problem without a position: %q", line)
+		}
+	}
+	var ve *workflow.ValidationError
+	if !asValidation(err, &ve) || len(ve.Problems) != 10 {
+		t.Fatalf("want 10 problems, got %v", err)
+	}
+}
+
+func asValidation(err error, target **workflow.ValidationError) bool {
+	v, ok := err.(*workflow.ValidationError)
+	*target = v
+	return ok
+}
+
+func TestUnknownFieldsAndSyntaxErrorsHavePositions(t *testing.T) {
+	_, err := workflow.Load("typo.yaml", []byte("workflow_id: a-b\ninitial_state: A\nstates:\n  A:\n    hnt: typo\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "[5:5]") || !strings.Contains(err.Error(), "hnt") {
+		t.Fatalf("unknown field: %v", err)
+	}
+	_, err = workflow.Load("syntax.yaml", []byte("workflow_id: [unclosed\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "syntax.yaml") {
+		t.Fatalf("syntax error: %v", err)
+	}
+	_, err = workflow.Load("empty.yaml", []byte(""), nil)
+	if err == nil {
+		t.Fatal("an empty file loaded")
+	}
+}
+
+func TestUnreachableIsAWarning(t *testing.T) {
+	d, err := workflow.Load("w.yaml", []byte(`
+workflow_id: warn-v1
+initial_state: A
+states: {A: {hint: a}, B: {hint: b}, LOST: {hint: lost}}
+transitions: [{from: A, action: go, to: B}]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0].String(), "LOST is unreachable") || d.Warnings[0].Line == 0 {
+		t.Fatalf("warnings = %+v", d.Warnings)
+	}
+	if s, _ := d.State("B"); d.StatusOf(s) != "completed" {
+		t.Fatal("a state without outgoing transitions is completed")
+	}
+	if s, _ := d.State("A"); d.StatusOf(s) != "active" {
+		t.Fatal("a state with transitions is active")
+	}
+}
+
+func TestFilesStayInsideTheWorkflowDirectory(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "guide.md"), []byte("# Guide"), 0o644)
+	os.WriteFile(filepath.Join(filepath.Dir(dir), "secret.txt"), []byte("secret"), 0o644)
+	os.Symlink(filepath.Join(filepath.Dir(dir), "secret.txt"), filepath.Join(dir, "link.txt"))
+	write := func(file string) string {
+		p := filepath.Join(dir, "wf.yaml")
+		os.WriteFile(p, []byte(`
+workflow_id: files-v1
+initial_state: A
+states:
+  A:
+    hint: a
+    resources: [{path: doc, file: `+file+`}]
+`), 0o644)
+		return p
+	}
+	d, err := workflow.LoadFile(write("guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := d.State("A")
+	if s.Resources[0].MimeType != "text/markdown" {
+		t.Fatalf("mime = %q", s.Resources[0].MimeType)
+	}
+	for _, bad := range []string{"../secret.txt", "/etc/passwd", "link.txt", "missing.md"} {
+		if _, err := workflow.LoadFile(write(bad)); err == nil {
+			t.Errorf("resource file %q was accepted", bad)
+		}
+	}
+}
+
+func TestGuardsAndTypes(t *testing.T) {
+	d, err := workflow.Load("g.yaml", []byte(`
+workflow_id: guard-v1
+initial_state: A
+states: {A: {hint: a}, B: {hint: b}}
+transitions:
+  - {from: A, action: big, to: B, guard: {expr: 'data.n > 10', reason: Too small.}, expects: {n: int, f: float, ok: bool, s: str, l: array, o: object}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := d.Transition("A", "big")
+	want := map[string]string{"n": "integer", "f": "number", "ok": "boolean", "s": "string", "l": "array", "o": "object"}
+	if !reflect.DeepEqual(tr.Expects, want) {
+		t.Fatalf("normalised expects = %v", tr.Expects)
+	}
+	if ok, _ := tr.Guard.Allow(map[string]any{"n": int64(11)}); !ok {
+		t.Fatal("guard refused 11 > 10")
+	}
+	if ok, reason := tr.Guard.Allow(map[string]any{"n": 3.5}); ok || reason != "Too small." {
+		t.Fatalf("guard allowed 3.5: %v %q", ok, reason)
+	}
+	if ok, reason := tr.Guard.Allow(map[string]any{}); ok || !strings.HasPrefix(reason, "Too small.") {
+		t.Fatalf("guard on missing data: %v %q", ok, reason)
+	}
+	if _, err := workflow.Load("g.yaml", []byte(`
+workflow_id: guard-v1
+initial_state: A
+states: {A: {hint: a}}
+transitions: [{from: A, action: x, to: A, guard: {expr: '1 + 1', reason: r}}]
+`), nil); err == nil || !strings.Contains(err.Error(), "boolean") {
+		t.Fatalf("non-boolean guard: %v", err)
+	}
+}
+
+func TestGraphs(t *testing.T) {
+	d := examples.ConfigWizard()
+	m := d.Mermaid("CONFIRM")
+	for _, want := range []string{"stateDiagram-v2", "[*] --> INITIAL", "CONFIGURE --> CONFIRM : save (value#58; string)", "DONE --> [*]", "class CONFIRM current"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, m)
+		}
+	}
+	dot := d.DOT("")
+	for _, want := range []string{`digraph "config-wizard-v1"`, `"CONFIRM" -> "CANCELLED" [label="cancel"]`, `__start -> "INITIAL"`} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("dot lacks %q:\n%s", want, dot)
+		}
+	}
+}
+
+func TestBuilderValidates(t *testing.T) {
+	b := workflow.New("x", "A")
+	b.State("A")
+	b.Transition("A", "go", "B")
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "workflow_id") || !strings.Contains(err.Error(), `"B"`) {
+		t.Fatalf("builder accepted an invalid workflow: %v", err)
+	}
+	b2 := workflow.New("tools-v1", "A")
+	b2.State("A").Tool("t", "", nil, nil)
+	if _, err := b2.Build(); err == nil || !strings.Contains(err.Error(), "exactly one implementation") {
+		t.Fatalf("tool without handler: %v", err)
+	}
+}
