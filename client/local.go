@@ -1,0 +1,362 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// LocalBaseURL is the base URL of the frames a Local backend builds: their
+// hrefs look like local://asmp/runs/{run_id}/transitions/{action}, and
+// TransitionHref follows them.
+const LocalBaseURL = "local://asmp"
+
+// LocalActor is the actor a Local backend records on the runs it drives.
+const LocalActor = "local"
+
+// Local drives workflows in-process through an *engine.Engine, with no
+// server: the embedded counterpart of *Client. It behaves as the HTTP API
+// does (same frames, same errors with the same statuses and hints, inputs
+// and results passed through JSON), so code and tests written against
+// Backend run unchanged. Background tasks run only while the engine's
+// workers run (engine.StartWorkers).
+type Local struct {
+	e    *engine.Engine
+	base string
+}
+
+var _ Backend = (*Local)(nil)
+
+// NewLocal returns a Backend that drives eng's workflows in-process.
+func NewLocal(eng *engine.Engine) *Local {
+	return &Local{e: eng, base: LocalBaseURL}
+}
+
+// Engine returns the engine the backend drives.
+func (l *Local) Engine() *engine.Engine { return l.e }
+
+func (l *Local) runFrame(r *engine.Run) *RunFrame {
+	return &RunFrame{Frame: jsonFrame(l.e.Frame(r, l.base)), ETag: r.ETag()}
+}
+
+// jsonFrame makes f's data look as it does after a trip through JSON.
+func jsonFrame(f protocol.Frame) protocol.Frame {
+	if f.Data != nil {
+		if v, err := roundTrip(f.Data); err == nil {
+			f.Data, _ = v.(map[string]any)
+		}
+	}
+	return f
+}
+
+// jsonInput passes input through JSON as the server would receive it.
+func jsonInput(input map[string]any) (map[string]any, error) {
+	if input == nil {
+		return map[string]any{}, nil
+	}
+	b, err := json.Marshal(input)
+	if err != nil {
+		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "The input cannot be sent as JSON: " + err.Error()}
+	}
+	m, err := protocol.DecodeObject(b, 0)
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	return m, nil
+}
+
+// Discover returns the discovery frame.
+func (l *Local) Discover(ctx context.Context) (*RunFrame, error) {
+	return &RunFrame{Frame: l.e.Discovery(l.base, "")}, nil
+}
+
+// Workflows returns the served workflows.
+func (l *Local) Workflows(ctx context.Context) ([]WorkflowInfo, error) {
+	var out []WorkflowInfo
+	for _, d := range l.e.Workflows() {
+		info := WorkflowInfo{WorkflowID: d.ID, Description: d.Description, InitialState: d.InitialState,
+			StartHref: engine.StartHref(l.base, d.ID), Default: d == l.e.Default()}
+		for _, st := range d.States {
+			info.States = append(info.States, st.Name)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// StartRun creates a run.
+func (l *Local) StartRun(ctx context.Context, workflowID string, data map[string]any) (*RunFrame, error) {
+	if data != nil {
+		var err error
+		if data, err = jsonInput(data); err != nil {
+			return nil, err
+		}
+	}
+	r, err := l.e.StartRun(ctx, workflowID, data, engine.StartOptions{Actor: LocalActor})
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	return l.runFrame(r), nil
+}
+
+// Frame returns the run's current frame.
+func (l *Local) Frame(ctx context.Context, runID string) (*RunFrame, error) {
+	r, err := l.e.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	return l.runFrame(r), nil
+}
+
+// CLI returns the run's CLI object.
+func (l *Local) CLI(ctx context.Context, runID string) (protocol.CLI, error) {
+	r, err := l.e.GetRun(ctx, runID)
+	if err != nil {
+		return protocol.CLI{}, fromProtocol(err)
+	}
+	return l.e.CLI(r), nil
+}
+
+// Transition fires action on the run.
+func (l *Local) Transition(ctx context.Context, runID, action string, input map[string]any, opts *TransitionOptions) (*RunFrame, error) {
+	var ifMatch int64
+	if opts != nil && strings.TrimSpace(opts.IfMatch) != "" && strings.TrimSpace(opts.IfMatch) != "*" {
+		ifMatch = parseETag(opts.IfMatch)
+		if ifMatch <= 0 {
+			return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
+				Hint: fmt.Sprintf("If-Match must be the run's ETag, e.g. \"3\" (from the frame you acted on), not %q.", opts.IfMatch)}
+		}
+	}
+	r, err := l.e.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	in, err := jsonInput(input)
+	if err != nil {
+		if oerr := l.e.CheckOffered(r, action); oerr != nil {
+			return nil, fromProtocol(oerr)
+		}
+		return nil, err
+	}
+	next, err := l.e.Transition(ctx, runID, action, in, engine.TransitionOptions{IfMatch: ifMatch, Actor: LocalActor})
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	return l.runFrame(next), nil
+}
+
+// TransitionHref follows an href of a frame this backend built: a
+// transition href, or a start href of the discovery frame.
+func (l *Local) TransitionHref(ctx context.Context, href string, input map[string]any, opts *TransitionOptions) (*RunFrame, error) {
+	rest, ok := strings.CutPrefix(href, l.base)
+	if !ok {
+		return nil, fmt.Errorf("href %q is not a local href (they start with %s)", href, l.base)
+	}
+	segs := strings.Split(strings.Trim(rest, "/"), "/")
+	for i, s := range segs {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, fmt.Errorf("href %q: %w", href, err)
+		}
+		segs[i] = u
+	}
+	wf := ""
+	if len(segs) >= 2 && segs[0] == "w" {
+		wf, segs = segs[1], segs[2:]
+	}
+	switch {
+	case len(segs) == 1 && segs[0] == "runs":
+		return l.StartRun(ctx, wf, input)
+	case len(segs) == 4 && segs[0] == "runs" && segs[2] == "transitions":
+		if wf != "" {
+			r, err := l.e.GetRun(ctx, segs[1])
+			if err != nil {
+				return nil, fromProtocol(err)
+			}
+			if r.WorkflowID != wf {
+				return nil, &Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
+					Hint: fmt.Sprintf("Run not found: run %s does not belong to workflow %q.", segs[1], wf)}
+			}
+		}
+		return l.Transition(ctx, segs[1], segs[3], input, opts)
+	}
+	return nil, &Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
+		Hint: fmt.Sprintf("No endpoint at POST %s. Follow a next_states href of a frame.", href)}
+}
+
+// InvokeTool calls a tool of the run's current state.
+func (l *Local) InvokeTool(ctx context.Context, runID, tool string, input map[string]any) (any, error) {
+	in, err := jsonInput(input)
+	if err != nil {
+		return nil, err
+	}
+	res, err := l.e.InvokeTool(ctx, runID, tool, in, engine.ToolOptions{Actor: LocalActor})
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	v, err := roundTrip(res)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s returned a result that is not JSON: %w", tool, err)
+	}
+	return v, nil
+}
+
+// Resource reads a resource of the run's current state.
+func (l *Local) Resource(ctx context.Context, runID, path string) (*Content, error) {
+	c, err := l.e.ReadResource(ctx, runID, strings.TrimLeft(path, "/"))
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	return &Content{Body: c.Body, MimeType: c.MimeType}, nil
+}
+
+// Events returns the run's history.
+func (l *Local) Events(ctx context.Context, runID string) (*EventLog, error) {
+	r, err := l.e.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	evs, err := l.e.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fromProtocol(err)
+	}
+	log := &EventLog{RunID: r.ID, WorkflowID: r.WorkflowID, Events: make([]Event, len(evs))}
+	for i := range evs {
+		ev := &evs[i]
+		log.Events[i] = Event{ID: ev.Seq, Time: ev.Time.UTC(), Kind: ev.Kind, Action: ev.Action, From: ev.From, To: ev.To,
+			Actor: ev.Actor, Status: engine.StatusAfter(r.Def, ev)}
+	}
+	return log, nil
+}
+
+// Stream follows the run in-process, with the contract of (*Client).Stream:
+// the current frame (or every frame after opts.LastEventID), then a frame
+// per change and progress reports, until a terminal frame. A subscriber
+// that falls too far behind catches up from the event log by itself. The
+// local stream sends no heartbeats and no end lines.
+func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) iter.Seq2[StreamItem, error] {
+	o := opts.withDefaults()
+	return func(yield func(StreamItem, error) bool) {
+		last, resume := o.LastEventID, o.LastEventID > 0
+		failures := 0
+		for {
+			sub := l.e.Hub().Subscribe(runID)
+			done, err := l.follow(ctx, runID, sub, &last, &resume, yield)
+			sub.Close()
+			if done {
+				return
+			}
+			if err != nil {
+				yield(StreamItem{}, err)
+				return
+			}
+			failures++
+			if failures > o.MaxRetries {
+				yield(StreamItem{}, fmt.Errorf("%w: run %s: the engine closed the subscription %d times", ErrStreamEnded, runID, failures))
+				return
+			}
+			if !sleepBackoff(ctx, o, failures) {
+				yield(StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
+				return
+			}
+		}
+	}
+}
+
+// follow serves one subscription. done reports that the stream is over (the
+// run ended, the consumer stopped, or an error was yielded).
+func (l *Local) follow(ctx context.Context, runID string, sub *engine.Subscription, last *int64, resume *bool, yield func(StreamItem, error) bool) (done bool, err error) {
+	r, err := l.e.GetRun(ctx, runID)
+	if err != nil {
+		return false, fromProtocol(err)
+	}
+	if *resume && *last > r.Version {
+		return false, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
+			Hint: fmt.Sprintf("Last-Event-ID %d is ahead of the run (its last event is %d); reconnect without it.", *last, r.Version)}
+	}
+	emit := func(f protocol.Frame, id int64) bool {
+		*last, *resume = id, true
+		return yield(StreamItem{Frame: &protocol.StreamFrame{ID: id, Frame: jsonFrame(f)}}, nil) && !protocol.Terminal(f.Status)
+	}
+	catchUp := func() (bool, error) {
+		for {
+			evs, err := l.e.Events(ctx, runID, *last, 500)
+			if err != nil {
+				return true, fromProtocol(err)
+			}
+			for i := range evs {
+				f, err := l.e.EventFrame(r.Def, &evs[i], l.base)
+				if err != nil {
+					return true, fromProtocol(err)
+				}
+				if !emit(f, evs[i].Seq) {
+					return true, nil
+				}
+			}
+			if len(evs) < 500 {
+				return false, nil
+			}
+		}
+	}
+	if *resume {
+		if stop, err := catchUp(); stop || err != nil {
+			return true, errOrYield(err, yield)
+		}
+	} else if !emit(l.e.Frame(r, l.base), r.Version) {
+		return true, nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			yield(StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
+			return true, nil
+		case m, ok := <-sub.C:
+			if !ok {
+				return false, nil // dropped or closed: resubscribe and catch up
+			}
+			if m.Progress != nil {
+				p := *m.Progress
+				if p.ID < *last {
+					p.ID = *last
+				}
+				if !yield(StreamItem{Progress: &p}, nil) {
+					return true, nil
+				}
+				continue
+			}
+			ev := m.Event
+			if ev == nil || ev.Seq <= *last {
+				continue
+			}
+			if ev.Seq > *last+1 {
+				if stop, err := catchUp(); stop || err != nil {
+					return true, errOrYield(err, yield)
+				}
+				continue
+			}
+			f, err := l.e.EventFrame(r.Def, ev, l.base)
+			if err != nil {
+				yield(StreamItem{}, fromProtocol(err))
+				return true, nil
+			}
+			if !emit(f, ev.Seq) {
+				return true, nil
+			}
+		}
+	}
+}
+
+// errOrYield yields err (when not nil) and returns nil, so the caller ends.
+func errOrYield(err error, yield func(StreamItem, error) bool) error {
+	if err != nil {
+		yield(StreamItem{}, err)
+	}
+	return nil
+}
