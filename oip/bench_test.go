@@ -1,0 +1,121 @@
+package oip
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/asmp-dev/asmp/store/memstore"
+)
+
+const benchLeaves = 1_000_000
+
+var (
+	benchOnce sync.Once
+	benchTree *tree
+)
+
+// millionTree is a tree of 1,000,000 synthetic leaf hashes, built once.
+func millionTree() *tree {
+	benchOnce.Do(func() { benchTree = buildTree(benchLeaves) })
+	return benchTree
+}
+
+// BenchmarkAppend measures appending one leaf to a tree that already
+// holds a million (tree), and one whole dispatch through the Service:
+// validation, canonical JSON, the store's append and the tree update.
+func BenchmarkAppend(b *testing.B) {
+	b.Run("tree/1M", func(b *testing.B) {
+		t := buildTree(benchLeaves)
+		i := uint64(benchLeaves)
+		b.ResetTimer()
+		for b.Loop() {
+			t.append(testLeaf(i))
+			i++
+		}
+	})
+	body := json.RawMessage(simpleRow)
+	b.Run("dispatch/memstore", func(b *testing.B) {
+		svc := newService(b, memstore.New(), nil)
+		ctx := context.Background()
+		i := 0
+		for b.Loop() {
+			if _, err := svc.Dispatch(ctx, fmt.Sprint("k", i%1000), body); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("dispatch/sqlite", func(b *testing.B) {
+		svc := newService(b, openSQLite(b, filepath.Join(b.TempDir(), "x.db")), nil)
+		ctx := context.Background()
+		i := 0
+		for b.Loop() {
+			if _, err := svc.Dispatch(ctx, fmt.Sprint("k", i%1000), body); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkProof measures inclusion proofs for random leaves, consistency
+// proofs between random sizes, and roots, all in a tree of a million
+// leaves; and a whole Service.Proof (store read, catch-up check, proof,
+// cached checkpoint) on a ledger of 10,000 records.
+func BenchmarkProof(b *testing.B) {
+	t := millionTree()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.Run("inclusion/1M", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := t.inclusion(rng.Uint64N(benchLeaves), benchLeaves); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("inclusion-old-size/1M", func(b *testing.B) {
+		for b.Loop() {
+			size := 1 + rng.Uint64N(benchLeaves)
+			if _, err := t.inclusion(rng.Uint64N(size), size); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("consistency/1M", func(b *testing.B) {
+		for b.Loop() {
+			from := 1 + rng.Uint64N(benchLeaves)
+			if _, err := t.consistency(from, benchLeaves); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("root/1M", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := t.root(benchLeaves - 1 - rng.Uint64N(1000)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("service/10k", func(b *testing.B) {
+		ctx := context.Background()
+		svc := newService(b, memstore.New(), nil)
+		ids := make([]string, 10_000)
+		for i := range ids {
+			rc, err := svc.Dispatch(ctx, fmt.Sprint("k", i), json.RawMessage(simpleRow))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[i] = rc.InvID
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := svc.Proof(ctx, ids[rng.IntN(len(ids))], 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
