@@ -24,11 +24,11 @@ func TestDecodeObject(t *testing.T) {
 		t.Fatalf("empty body = %v, %v", m, err)
 	}
 	for body, want := range map[string]string{
-		`[1]`:                         "must be a JSON object, not an array",
-		`null`:                        "not null",
-		`{"a":1`:                      "not valid JSON",
-		`{"a":1}x`:                    "after its JSON value",
-		`{"n": 1e999}`:                "out of range",
+		`[1]`:          "must be a JSON object, not an array",
+		`null`:         "not null",
+		`{"a":1`:       "not valid JSON",
+		`{"a":1}x`:     "after its JSON value",
+		`{"n": 1e999}`: "out of range",
 		strings.Repeat(`{"a":`, 65) + `1` + strings.Repeat(`}`, 65): "nesting is 65 levels deep",
 		`{"a":"\u0000 {{{{"}`: "", // braces inside strings do not count as depth
 	} {
