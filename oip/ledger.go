@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -307,17 +308,9 @@ func (s *Service) catchUp(ctx context.Context) error {
 		if len(recs) == 0 {
 			return nil // the store reported n but has not shown them yet
 		}
-		leaves := make([][hashSize]byte, len(recs))
-		for i, sr := range recs {
-			r := fromStore(sr)
-			entry, leaf, err := hashes(r)
-			if err != nil {
-				return fmt.Errorf("oip: ledger record %d: %w", sr.Seq, err)
-			}
-			if entry != sr.EntryHash {
-				s.log.Error("ledger record's entry_hash does not match its content", "seq", sr.Seq, "inv_ID", sr.InvID)
-			}
-			leaves[i] = leaf
+		leaves, err := s.leaves(recs)
+		if err != nil {
+			return err
 		}
 		s.mu.Lock()
 		for i, sr := range recs {
@@ -336,6 +329,33 @@ func (s *Service) catchUp(ctx context.Context) error {
 		from = s.size() + 1
 	}
 	return nil
+}
+
+// leaves computes the leaf hashes of stored records, on every CPU, and
+// logs records whose stored entry_hash does not match their content.
+func (s *Service) leaves(recs []store.LedgerRecord) ([][hashSize]byte, error) {
+	out := make([][hashSize]byte, len(recs))
+	workers := min(runtime.GOMAXPROCS(0), (len(recs)+63)/64)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(recs); i += workers {
+				sr := recs[i]
+				entry, leaf, err := hashes(fromStore(sr))
+				if err != nil {
+					errs[w] = fmt.Errorf("oip: ledger record %d: %w", sr.Seq, err)
+					return
+				}
+				if entry != sr.EntryHash {
+					s.log.Error("ledger record's entry_hash does not match its content", "seq", sr.Seq, "inv_ID", sr.InvID)
+				}
+				out[i] = leaf
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func (s *Service) size() int64 {
