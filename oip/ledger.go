@@ -377,7 +377,8 @@ func (s *Service) Size(ctx context.Context) (int64, error) {
 // the record's source) and returns the receipt. body must be a JSON object
 // whose "type" is directory_row or invocation. Errors are *protocol.Error
 // values (EInvalid, ENotFound) with a hint; nothing is appended on error.
-// Dispatch does not check scopes; the HTTP handler does.
+// Dispatch does not check the dispatch scope (the HTTP handler does);
+// executing an invocation needs the exec scope of the principal in ctx.
 func (s *Service) Dispatch(ctx context.Context, key string, body json.RawMessage) (Receipt, error) {
 	if err := CheckKey(key); err != nil {
 		return Receipt{}, err

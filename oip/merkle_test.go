@@ -10,6 +10,8 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/asmp-dev/asmp/store/memstore"
 )
 
 func testLeaf(i uint64) [hashSize]byte {
@@ -169,5 +171,24 @@ func TestConsistencyProofs(t *testing.T) {
 	wrong := sha256.Sum256([]byte("not the root"))
 	if proof.VerifyConsistency(rfc6962.DefaultHasher, 10, 20, p, wrong[:], roots[20]) == nil {
 		t.Fatal("consistency verified against a wrong old root")
+	}
+}
+
+// Leaves reported out of seq order enter the tree in seq order.
+func TestAddLeafOrdersBySeq(t *testing.T) {
+	svc := newService(t, memstore.New(), nil)
+	order := []int64{3, 5, 2, 1, 4, 1, 7, 6}
+	for _, seq := range order {
+		svc.addLeaf(seq, testLeaf(uint64(seq-1)))
+	}
+	if got := svc.size(); got != 7 {
+		t.Fatalf("tree has %d leaves, want 7", got)
+	}
+	root, _ := svc.root(7)
+	if want := refRoot(t, 7); !bytes.Equal(root, want) {
+		t.Fatal("leaves entered out of order")
+	}
+	if len(svc.pending) != 0 {
+		t.Fatalf("pending not drained: %v", svc.pending)
 	}
 }
