@@ -31,6 +31,7 @@ type serveFlags struct {
 	trustProxy bool
 	insecure   bool
 	workers    int
+	taskLease  time.Duration
 	heartbeat  time.Duration
 	grace      time.Duration
 	logLevel   string
@@ -65,6 +66,7 @@ is the default workflow.
 	fl.BoolVar(&f.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/X-Forwarded-Host from a reverse proxy")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow an open server (no tokens) to listen on a non-loopback address")
 	fl.IntVar(&f.workers, "workers", 4, "background tasks run at once")
+	fl.DurationVar(&f.taskLease, "task-lease", engine.DefaultLease, "how long a task stays claimed without renewal; a crashed server's tasks run again after it")
 	fl.DurationVar(&f.heartbeat, "heartbeat", server.DefaultHeartbeat, "interval of heartbeat lines on idle streams")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests and tasks may take to finish")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -171,7 +173,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.addr, err)
 	}
-	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: f.workers})
+	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: f.workers, Lease: f.taskLease})
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
