@@ -17,6 +17,7 @@ import (
 
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
@@ -91,19 +92,20 @@ func newLogger(env *Env, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
-// openStore opens the store named by --db.
-func openStore(db string) (store.Store, string, error) {
+// openStore opens the store named by --db. keyPath is where the ledger's
+// signing key lives ("" for an in-memory store: a new key per process).
+func openStore(db string) (st store.Store, desc, keyPath string, err error) {
 	switch {
 	case db == ":memory:":
-		return memstore.New(), "memory (nothing survives a restart)", nil
+		return memstore.New(), "memory (nothing survives a restart)", "", nil
 	case strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://"):
-		return nil, "", errors.New("--db postgres://…: Postgres is not built into this binary yet; use a SQLite path or :memory:")
+		return nil, "", "", errors.New("--db postgres://…: Postgres is not built into this binary yet; use a SQLite path or :memory:")
 	default:
 		s, err := sqlite.Open(db)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return s, "sqlite " + s.Path(), nil
+		return s, "sqlite " + s.Path(), s.Path() + ".key", nil
 	}
 }
 
@@ -153,11 +155,15 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if !isLoopback(f.addr) && !f.insecure {
 		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
 	}
-	st, dbDesc, err := openStore(f.db)
+	st, dbDesc, keyPath, err := openStore(f.db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody})
+	if err != nil {
+		return fmt.Errorf("opening the OIP ledger: %w", err)
+	}
 	eng, err := engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log})
 	if err != nil {
 		return err
@@ -168,6 +174,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		MaxBody:    f.maxBody,
 		Heartbeat:  f.heartbeat,
 		Logger:     log,
+		API:        ledger.Handler(),
 	})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -192,7 +199,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		url = f.publicURL
 	}
 	fmt.Fprintf(env.Stderr, "asmp %s listening on http://%s\n", version(), ln.Addr())
-	log.Info("serving", "url", url, "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", "none (open server: every caller holds every scope)")
+	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", "none (open server: every caller holds every scope)")
 
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
