@@ -1,0 +1,323 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/asmp-dev/asmp/store"
+)
+
+// errCASMissed marks a CreateRun or CommitRun whose first statement changed
+// no row; the caller classifies it after the rollback.
+var errCASMissed = errors.New("postgres: no row changed")
+
+// utc returns a time read from a timestamptz column (which keeps
+// microseconds) in UTC, as the other backends return times.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// milestones returns ms as a non-NULL text[] value.
+func milestones(ms []string) []string {
+	if ms == nil {
+		return []string{}
+	}
+	return ms
+}
+
+// readMilestones normalises an empty array to nil, as the other backends do.
+func readMilestones(ms []string) []string {
+	if len(ms) == 0 {
+		return nil
+	}
+	return ms
+}
+
+// dataText returns the JSON text stored for a snapshot's data ("{}" when empty).
+func dataText(d json.RawMessage) string {
+	if len(d) == 0 {
+		return "{}"
+	}
+	return string(d)
+}
+
+func checkCommit(c store.Commit) error {
+	if c.Event.Seq != c.Run.Version || c.Event.RunID != c.Run.ID {
+		return fmt.Errorf("postgres: event (%s, %d) does not match run (%s, %d)", c.Event.RunID, c.Event.Seq, c.Run.ID, c.Run.Version)
+	}
+	return nil
+}
+
+// queueRest queues the commit's event, task changes and notification.
+func queueRest(b *pgx.Batch, c store.Commit) {
+	e := c.Event
+	b.Queue(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12, $13)`,
+		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestones(e.Milestones), e.Error)
+	if c.Complete != "" {
+		b.Queue(`UPDATE tasks SET status = 'done', owner = '', lease_until = NULL, updated_at = $1 WHERE id = $2 AND status <> 'done'`,
+			e.Time, c.Complete)
+	}
+	if t := c.Enqueue; t != nil {
+		b.Queue(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, 0, 'pending', '', NULL, $5, $6)`,
+			t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt)
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, Channel, c.Run.ID+":"+strconv.FormatInt(c.Run.Version, 10))
+}
+
+// runBatch sends b in tx: the first statement must change one row (else
+// errCASMissed), the others must succeed.
+func runBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+	br := tx.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		br.Close()
+		return errCASMissed
+	}
+	for i := 1; i < b.Len(); i++ {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// CreateRun implements store.Store.
+func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return err
+	}
+	if c.Run.Version != 1 {
+		return fmt.Errorf("postgres: a new run must have version 1, not %d", c.Run.Version)
+	}
+	r := c.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), r.Error, r.Version, r.CreatedAt, r.UpdatedAt)
+		queueRest(b, c)
+		return runBatch(ctx, tx, b)
+	})
+	switch {
+	case errors.Is(err, errCASMissed):
+		return fmt.Errorf("postgres: run %s: %w", r.ID, store.ErrExists)
+	case err != nil:
+		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	var r store.Run
+	var data []byte
+	var ms []string
+	err := s.pool.QueryRow(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs WHERE id = $1`, id).
+		Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("postgres: run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("postgres: get run %s: %w", id, err)
+	}
+	r.Data = json.RawMessage(data)
+	r.Milestones = readMilestones(ms)
+	r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
+	return r, nil
+}
+
+// CommitRun implements store.Store.
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return err
+	}
+	if c.Run.Version != expected+1 {
+		return fmt.Errorf("postgres: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
+	}
+	r := c.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7
+			WHERE id = $8 AND version = $9`,
+			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), r.Error, r.Version, r.UpdatedAt, r.ID, expected)
+		queueRest(b, c)
+		return runBatch(ctx, tx, b)
+	})
+	if errors.Is(err, errCASMissed) {
+		var v int64
+		err := s.pool.QueryRow(ctx, `SELECT version FROM runs WHERE id = $1`, r.ID).Scan(&v)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("postgres: run %s: %w", r.ID, store.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("postgres: run %s: version moved on from %d (%v): %w", r.ID, expected, err, store.ErrConflict)
+		}
+		return fmt.Errorf("postgres: run %s at version %d, expected %d: %w", r.ID, v, expected, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: commit run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Events implements store.Store.
+func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error
+		FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, lim)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
+	}
+	out := []store.Event{}
+	var data []byte
+	var ms []string
+	e := store.Event{RunID: runID}
+	_, err = pgx.ForEachRow(rows, []any{&e.Seq, &e.Time, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error}, func() error {
+		ev := e
+		ev.Time = utc(e.Time)
+		ev.Data = json.RawMessage(data)
+		ev.Milestones = readMilestones(ms)
+		ms = nil // never share an array between events
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.pool.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, runID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("postgres: run %s: %w", runID, store.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
+		}
+	}
+	return out, nil
+}
+
+// CountRuns implements store.Store.
+func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count runs: %w", err)
+	}
+	out := map[string]int64{}
+	var st string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[st] = n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres: count runs: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimTask implements store.Store. One statement picks the oldest
+// claimable task with FOR UPDATE SKIP LOCKED and marks it running, so
+// concurrent claimers (in any process) skip each other's rows; a row whose
+// claim committed meanwhile is re-checked against the WHERE clause and
+// skipped.
+func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (store.Task, bool, error) {
+	var t store.Task
+	var leaseUntil *time.Time
+	err := s.pool.QueryRow(ctx, `WITH c AS (
+			SELECT id FROM tasks
+			WHERE status <> 'done' -- the tasks_open index
+			  AND (status = 'pending' OR (status = 'running' AND lease_until < $1))
+			ORDER BY created_at, id
+			LIMIT 1
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE tasks t SET status = 'running', owner = $2, lease_until = $3, attempts = t.attempts + 1, updated_at = $1
+		FROM c WHERE t.id = c.id
+		RETURNING t.id, t.run_id, t.state, t.version, t.attempts, t.status, t.owner, t.lease_until, t.created_at, t.updated_at`,
+		now, owner, now.Add(lease)).
+		Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &t.Status, &t.Owner, &leaseUntil, &t.CreatedAt, &t.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Task{}, false, nil
+	}
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("postgres: claim task: %w", err)
+	}
+	if leaseUntil != nil {
+		t.LeaseUntil = utc(*leaseUntil)
+	}
+	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
+	return t, true, nil
+}
+
+// ownedUpdate runs an UPDATE of one task held by owner; when it changes
+// nothing the task is unknown (ErrNotFound) or not owner's (ErrConflict).
+func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args ...any) error {
+	tag, err := s.pool.Exec(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: task %s: %w", id, err)
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	var one int
+	err = s.pool.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1`, id).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("postgres: task %s: %w", id, store.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("postgres: task %s: %w", id, err)
+	}
+	return fmt.Errorf("postgres: task %s is not held by %s: %w", id, owner, store.ErrConflict)
+}
+
+// ExtendTask implements store.Store.
+func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND owner = $3 AND status = 'running'`, until, id, owner)
+}
+
+// ReleaseTask implements store.Store.
+func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = NULL WHERE id = $1 AND owner = $2 AND status = 'running'`, id, owner)
+}
+
+// FinishTask implements store.Store.
+func (s *Store) FinishTask(ctx context.Context, id string) error {
+	// One statement: the CTE's UPDATE runs whether or not it is read, and
+	// the SELECT sees the row as it was before it.
+	var found bool
+	err := s.pool.QueryRow(ctx, `WITH u AS (
+			UPDATE tasks SET status = 'done', owner = '', lease_until = NULL, updated_at = now()
+			WHERE id = $1 AND status <> 'done'
+		)
+		SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`, id).Scan(&found)
+	if err != nil {
+		return fmt.Errorf("postgres: finish task %s: %w", id, err)
+	}
+	if !found {
+		return fmt.Errorf("postgres: task %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// PendingTasks implements store.Store.
+func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status <> 'done'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: pending tasks: %w", err)
+	}
+	return n, nil
+}
