@@ -279,10 +279,6 @@ func (r *resolver) freeText(raw string, toks []string, fromText bool) (string, m
 			clip(t), strings.Join(names, ", "), with[0].opt.Action+" "+exampleInput(with[0]), Help(r.cli, r.frame))
 	}
 	c := with[0]
-	if c.critical && len(r.choices) > 1 {
-		return "", nil, invalid("%q is not an option. %s is critical, so free text does not fire it: name it, e.g. %q. %s",
-			clip(t), describeChoice(c), c.opt.Action+" "+exampleInput(c), Help(r.cli, r.frame))
-	}
 	if len(toks) == 1 && !strings.ContainsAny(t, " \t") {
 		for _, o := range r.choices {
 			if o != c && nearMiss(t, o.opt.Action) {
@@ -290,6 +286,10 @@ func (r *resolver) freeText(raw string, toks []string, fromText bool) (string, m
 					clip(t), o.opt.Action, clip(t), c.opt.Action+" "+t)
 			}
 		}
+	}
+	if c.critical && len(r.choices) > 1 {
+		return "", nil, invalid("%q is not an option. %s is critical, so free text does not fire it: name it, e.g. %q. %s",
+			clip(t), describeChoice(c), c.opt.Action+" "+exampleInput(c), Help(r.cli, r.frame))
 	}
 	return r.withInput(c, raw, toks, fromText)
 }
@@ -308,11 +308,16 @@ func (r *resolver) withInput(c *choice, raw string, toks []string, fromText bool
 		for field, typ = range c.expects {
 		}
 		text := raw
-		switch {
-		case len(toks) == 1 && strings.HasPrefix(toks[0], field+"="):
-			text = strings.TrimPrefix(toks[0], field+"=")
-		case fromText && len(toks) == 1 && (strings.HasPrefix(raw, `"`) || strings.HasPrefix(raw, `'`)):
-			text = toks[0]
+		if after, ok := strings.CutPrefix(raw, field+"="); ok {
+			text = after
+			if fromText {
+				if ts, err := splitWords(after); err == nil {
+					toks = ts
+				}
+			}
+		}
+		if fromText && len(toks) == 1 && (strings.HasPrefix(text, `"`) || strings.HasPrefix(text, `'`)) {
+			text = toks[0] // one quoted word: its quotes go
 		}
 		v, err := ParseValue(typ, text)
 		if err != nil {

@@ -103,7 +103,9 @@ func sleepBackoff(ctx context.Context, o StreamOptions, failures int) bool {
 	}
 }
 
-// streamOnce reads one connection. got reports whether any line arrived.
+// streamOnce reads one connection. got reports whether it delivered
+// anything new (a frame, progress or a heartbeat; an end line alone does not
+// count, so a server that keeps ending streams at once exhausts the retries).
 func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, yield func(StreamItem, error) bool) (got bool, err error) {
 	h := http.Header{"Accept": {"application/x-ndjson"}}
 	if st.resume {
@@ -129,12 +131,12 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, yiel
 		if err != nil {
 			return got, err // a garbled line: reconnect and resume
 		}
-		got = true
 		switch {
 		case item.Frame != nil:
 			if st.resume && item.Frame.ID <= st.last {
 				continue // already yielded before a reconnect
 			}
+			got = true
 			st.last, st.resume = item.Frame.ID, true
 			if !yield(item, nil) || protocol.Terminal(item.Frame.Status) {
 				st.stop = true
@@ -152,6 +154,7 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, yiel
 			}
 			return got, nil // reconnect
 		case item.Progress != nil || item.Heartbeat != nil:
+			got = true
 			if !yield(item, nil) {
 				st.stop = true
 				return got, nil
