@@ -85,6 +85,9 @@ func build(d *Definition, pos func(path string) (line, col int)) (*Definition, e
 		}
 	}
 	if len(errs) > 0 {
+		if pos != nil {
+			sortProblems(errs)
+		}
 		return nil, &ValidationError{Source: d.Source, Problems: errs}
 	}
 	return d, nil

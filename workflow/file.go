@@ -151,6 +151,7 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 		if errors.As(err, &ve) {
 			problems = append(problems, ve.Problems...)
 		}
+		sortProblems(problems)
 		return nil, &ValidationError{Source: source, Problems: problems}
 	}
 	return def, err

@@ -290,9 +290,13 @@ func (v *validator) reachability() {
 }
 
 func actionsOf(ts []*Transition) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.Action
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if !seen[t.Action] {
+			seen[t.Action] = true
+			out = append(out, t.Action)
+		}
 	}
 	if len(out) == 0 {
 		return []string{"none"}
