@@ -312,7 +312,8 @@ func migrate(ctx context.Context, cfg *pgx.ConnConfig, schema string) (string, e
 
 // inTx runs fn in a transaction and commits it, retrying serialization
 // failures and deadlocks. Once COMMIT is sent its outcome is awaited even if
-// ctx ends.
+// ctx ends. fn's error is returned as is; the caller adds the "postgres:"
+// context.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.tryTx(ctx, fn)
@@ -330,7 +331,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -341,7 +342,7 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if err := tx.Commit(cctx); err != nil {
-		return fmt.Errorf("postgres: commit: %w", err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }

@@ -598,3 +598,51 @@ func TestErrorsHideThePassword(t *testing.T) {
 		}
 	}
 }
+
+// TestListenSurvivesPings: quiet periods only ping the connection; they
+// neither drop notifications nor count as a reconnect.
+func TestListenSurvivesPings(t *testing.T) {
+	u := testURL(t)
+	schema := freshSchema(t, u)
+	app := "asmp-test-" + schema
+	var resumes atomic.Int64
+	a := open(t, u, schema, nil)
+	b := open(t, withApp(t, u, app), schema, &postgres.Options{
+		ListenPingInterval: 20 * time.Millisecond,
+		OnListenResume:     func() { resumes.Add(1) },
+	})
+	ch := listen(t, b)
+	waitListening(t, u, app+" listen")
+	time.Sleep(300 * time.Millisecond) // about 15 pings
+	c := storetest.NewRun("quiet-" + schema)
+	if err := a.CreateRun(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, c.Run.ID, 1, time.Second)
+	if n := resumes.Load(); n != 0 {
+		t.Fatalf("%d reconnects during quiet periods, want 0", n)
+	}
+}
+
+// TestUnstorableText: a failure message with a NUL byte or invalid UTF-8
+// (say, a command's output) is stored with U+FFFD instead of failing the
+// commit that records the failure.
+func TestUnstorableText(t *testing.T) {
+	u := testURL(t)
+	s := open(t, u, freshSchema(t, u), nil)
+	c := storetest.NewRun("nul")
+	if err := s.CreateRun(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	next := storetest.Next(c.Run, "fail", "FAILED", `{}`)
+	next.Run.Status, next.Run.Error = "failed", "boom\x00 \xff!"
+	next.Event.Snapshot = next.Run.Snapshot
+	if err := s.CommitRun(t.Context(), 1, next); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.GetRun(t.Context(), "nul")
+	evs, _ := s.Events(t.Context(), "nul", 1, 0)
+	if r.Error != "boom\uFFFD \uFFFD!" || len(evs) != 1 || evs[0].Error != r.Error {
+		t.Fatalf("error = %q, event %+v", r.Error, evs)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -45,6 +47,16 @@ func dataText(d json.RawMessage) string {
 	return string(d)
 }
 
+// text makes free text storable: Postgres text cannot hold NUL bytes or
+// invalid UTF-8, and a task's failure message (Snapshot.Error) may carry
+// either from a command's output. Both become U+FFFD; other text is kept.
+func text(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 func checkCommit(c store.Commit) error {
 	if c.Event.Seq != c.Run.Version || c.Event.RunID != c.Run.ID {
 		return fmt.Errorf("postgres: event (%s, %d) does not match run (%s, %d)", c.Event.RunID, c.Event.Seq, c.Run.ID, c.Run.Version)
@@ -57,7 +69,7 @@ func queueRest(b *pgx.Batch, c store.Commit) {
 	e := c.Event
 	b.Queue(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12, $13)`,
-		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestones(e.Milestones), e.Error)
+		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestones(e.Milestones), text(e.Error))
 	if c.Complete != "" {
 		b.Queue(`UPDATE tasks SET status = 'done', owner = '', lease_until = NULL, updated_at = $1 WHERE id = $2 AND status <> 'done'`,
 			e.Time, c.Complete)
@@ -105,7 +117,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
-			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), r.Error, r.Version, r.CreatedAt, r.UpdatedAt)
+			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.CreatedAt, r.UpdatedAt)
 		queueRest(b, c)
 		return runBatch(ctx, tx, b)
 	})
@@ -150,7 +162,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7
 			WHERE id = $8 AND version = $9`,
-			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), r.Error, r.Version, r.UpdatedAt, r.ID, expected)
+			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected)
 		queueRest(b, c)
 		return runBatch(ctx, tx, b)
 	})
