@@ -56,6 +56,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"net"
 	"path"
 	"sort"
 	"strconv"
@@ -122,6 +123,7 @@ type Store struct {
 	schema    string          // the schema holding the tables
 	ledgerKey int64           // advisory lock key serialising ledger appends
 	opts      Options
+	desc      string // see String
 	log       *slog.Logger
 	closing   context.Context // cancelled by Close; stops Listen
 	close     context.CancelFunc
@@ -185,6 +187,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		schema:    schema,
 		ledgerKey: lockKey("ledger", schema),
 		opts:      o,
+		desc:      describe(cfg.ConnConfig, schema),
 		log:       o.Logger,
 		closing:   closing,
 		close:     cancel,
@@ -193,6 +196,15 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		s.log = slog.Default()
 	}
 	return s, nil
+}
+
+// String describes the database for logs and start-up messages, as
+// "postgres user@host:port/database (schema name)". It never includes the
+// password.
+func (s *Store) String() string { return s.desc }
+
+func describe(c *pgx.ConnConfig, schema string) string {
+	return fmt.Sprintf("postgres %s@%s/%s (schema %s)", c.User, net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), c.Database, schema)
 }
 
 // Schema returns the schema that holds the store's tables.

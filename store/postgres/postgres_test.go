@@ -118,6 +118,21 @@ func TestConcurrentOpen(t *testing.T) {
 	if s.Schema() != schema {
 		t.Fatalf("Schema() = %q, want %q", s.Schema(), schema)
 	}
+	if d := s.String(); !strings.HasPrefix(d, "postgres postgres@") || !strings.HasSuffix(d, "(schema "+schema+")") {
+		t.Fatalf("String() = %q", d)
+	}
+	withPW, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, set := withPW.User.Password(); !set {
+		// trust auth ignores the password: show that String never has one.
+		withPW.User = url.UserPassword(withPW.User.Username(), "s3cr3t-pw")
+		s2 := open(t, withPW.String(), schema, nil)
+		if strings.Contains(s2.String(), "s3cr3t") {
+			t.Fatalf("String() shows the password: %q", s2.String())
+		}
+	}
 	conn, err := pgx.Connect(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
