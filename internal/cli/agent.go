@@ -1,0 +1,616 @@
+package cli
+
+// Agent mode: one shell call per step, for LLM agents and scripts.
+//
+//	asmp start [URL] [--workflow ID] [--data JSON]
+//	asmp step RUN INPUT...
+//	asmp show RUN
+//	asmp watch RUN [--until-idle]
+//
+// Readable text by default, ending with the exact next commands; --json
+// for machines (the contract is docs/CLI_JSON.md).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/internal/agentstate"
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+func init() {
+	register(newStartCmd)
+	register(newStepCmd)
+	register(newShowCmd)
+	register(newWatchCmd)
+}
+
+// agentFlags are the flags every agent command has.
+type agentFlags struct {
+	server string
+	json   bool
+}
+
+func (f *agentFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.server, "server", "", "ASMP server base URL (default: the run's remembered server, else $ASMP_URL)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON for machines (see docs/CLI_JSON.md) instead of text")
+}
+
+func agentGetenv(env *Env) func(string) string {
+	if env.Getenv != nil {
+		return env.Getenv
+	}
+	return os.Getenv
+}
+
+// agentClient returns a client of server with the token of $ASMP_TOKEN.
+func agentClient(env *Env, server string) (*client.Client, error) {
+	getenv := agentGetenv(env)
+	return client.New(server, &client.Options{Token: getenv("ASMP_TOKEN"), UserAgent: "asmp/" + version()})
+}
+
+func agentState(env *Env) (*agentstate.Store, error) {
+	dir, err := agentstate.Dir(agentGetenv(env))
+	if err != nil {
+		return nil, err
+	}
+	return agentstate.Open(dir), nil
+}
+
+// agentServerFor picks the server of a run: --server, else the remembered
+// one, else $ASMP_URL.
+func agentServerFor(env *Env, flag, runID string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if st, err := agentState(env); err == nil {
+		if e, ok, err := st.Lookup(runID); err == nil && ok {
+			return e.Server, nil
+		}
+	}
+	if u := agentGetenv(env)("ASMP_URL"); u != "" {
+		return u, nil
+	}
+	return "", fmt.Errorf("run %s is not known here: give its server with --server URL or set ASMP_URL", runID)
+}
+
+// agentRemember records the run's server; failing to is not fatal.
+func agentRemember(env *Env, server string, f *client.RunFrame) {
+	if st, err := agentState(env); err == nil {
+		_ = st.Remember(f.RunID, agentstate.Entry{Server: server, WorkflowID: f.WorkflowID})
+	}
+}
+
+// agentError writes err as JSON to stdout in --json mode, then returns it
+// for Main to print as "asmp: <hint>".
+func agentError(out io.Writer, asJSON bool, err error) error {
+	if err == nil || !asJSON {
+		return err
+	}
+	body := map[string]any{"code": protocol.EInvalid, "hint": client.HintOf(err)}
+	var ce *client.Error
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &ce):
+		for k, v := range ce.Fields {
+			body[k] = v
+		}
+		body["status"], body["code"], body["hint"] = ce.Status, ce.Code, ce.Hint
+	case errors.As(err, &pe):
+		for k, v := range pe.Fields {
+			body[k] = v
+		}
+		body["code"], body["hint"] = pe.Code, pe.Hint
+	default:
+		body["code"] = "client_error"
+	}
+	writeJSON(out, map[string]any{"error": body})
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newStartCmd(env *Env) *cobra.Command {
+	var f agentFlags
+	var workflowID, data string
+	cmd := &cobra.Command{
+		Use:   "start [URL]",
+		Short: "Start a run and print its first state and the next commands (agent mode)",
+		Long: `Start a run of a workflow on an ASMP server and print where it is and what
+to type next. The server is the URL argument, else --server, else $ASMP_URL;
+a workflow-scoped URL (…/w/WORKFLOW_ID) works too. The token is $ASMP_TOKEN.
+The run's server is remembered, so later commands need only the run id.`,
+		Example: `  asmp start http://127.0.0.1:8000 --workflow config-wizard-v1
+  ASMP_URL=http://127.0.0.1:8000 asmp start --workflow expense-approval-v1 --data '{"team":"ops"}' --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			server := f.server
+			if len(args) == 1 {
+				server = args[0]
+			}
+			if server == "" {
+				server = agentGetenv(env)("ASMP_URL")
+			}
+			if server == "" {
+				return agentError(out, f.json, errors.New("no server: give its URL (asmp start http://127.0.0.1:8000), --server URL, or set ASMP_URL"))
+			}
+			var initial map[string]any
+			if data != "" {
+				m, err := readDataFlag(env, data)
+				if err != nil {
+					return agentError(out, f.json, err)
+				}
+				initial = m
+			}
+			c, err := agentClient(env, server)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			ctx := cmd.Context()
+			run, err := c.StartRun(ctx, workflowID, initial)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			agentRemember(env, c.BaseURL(), run)
+			cli, err := c.CLI(ctx, run.RunID)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: run, CLI: cli})
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&workflowID, "workflow", "", "workflow to start (default: the server's default workflow)")
+	cmd.Flags().StringVar(&data, "data", "", "initial run data: a JSON object, @FILE, or - for stdin")
+	return cmd
+}
+
+// readDataFlag reads --data: inline JSON, @file, or - for stdin.
+func readDataFlag(env *Env, v string) (map[string]any, error) {
+	var b []byte
+	var err error
+	switch {
+	case v == "-":
+		if env.Stdin == nil {
+			return nil, errors.New("--data -: no standard input")
+		}
+		b, err = io.ReadAll(io.LimitReader(env.Stdin, 1<<20))
+	case strings.HasPrefix(v, "@"):
+		b, err = os.ReadFile(v[1:])
+	default:
+		b = []byte(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	m, err := protocol.DecodeObject(b, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--data must be a JSON object: %s", protocol.ErrorHint(err))
+	}
+	return m, nil
+}
+
+func newStepCmd(env *Env) *cobra.Command {
+	var f agentFlags
+	var ifMatch, forceAction string
+	cmd := &cobra.Command{
+		Use:   "step RUN [INPUT...]",
+		Short: "Answer the run's current CLI prompt: pick an option, give input (agent mode)",
+		Long: `Read the run's CLI object, resolve INPUT against it, fire the chosen
+action, and print the new state and the next commands.
+
+INPUT is read by the rule of every asmp client: a number picks that option,
+an action name or an option's key picks it, and other text is the input of
+the one option that takes input. Put the action first to be explicit:
+  asmp step RUN save dark mode            value "dark mode" for save
+  asmp step RUN submit amount=12.5 description='Team lunch'
+  asmp step RUN submit '{"amount": 12.5, "description": "Team lunch"}'
+Use -- before input that starts with a dash: asmp step RUN -- set -5.
+With --action NAME, INPUT is NAME's input and NAME is sent as is, offered
+or not: the server's answer says why it is refused.
+
+The action fires only if the run is still in the state INPUT was resolved
+against (If-Match); otherwise nothing happens and the error says so.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			runID, input := args[0], args[1:]
+			server, err := agentServerFor(env, f.server, runID)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			c, err := agentClient(env, server)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			ctx := cmd.Context()
+			frame, cli, err := loadRun(ctx, c, runID)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			var action string
+			var in map[string]any
+			if _, offered := frame.Action(forceAction); forceAction != "" && !offered {
+				// Not offered now: send it anyway, so the server says why.
+				action, in = forceAction, map[string]any{}
+			} else if forceAction != "" {
+				// Fire exactly this action, with INPUT as its input.
+				one := protocol.CLI{Options: []protocol.CLIOption{{Action: forceAction, Label: forceAction}}}
+				action, in, err = client.ResolveArgs(one, frame.Frame, append([]string{forceAction}, input...))
+			} else {
+				action, in, err = client.ResolveArgs(cli, frame.Frame, input)
+			}
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			match := frame.ETag
+			if ifMatch != "" {
+				match = ifMatch
+			}
+			next, err := c.Transition(ctx, runID, action, in, &client.TransitionOptions{IfMatch: match})
+			if err != nil {
+				if client.IsConflict(err) {
+					ce := err.(*client.Error)
+					ce.Hint += " Nothing was fired; run `asmp show " + runID + "` and decide again."
+				}
+				return agentError(out, f.json, err)
+			}
+			agentRemember(env, c.BaseURL(), next)
+			ncli, err := c.CLI(ctx, runID)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: next, CLI: ncli,
+				Fired: &fired{Action: action, Input: in, From: frame.State, To: next.State}})
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&forceAction, "action", "", "fire this action with INPUT as its input, without matching INPUT against the options")
+	cmd.Flags().StringVar(&ifMatch, "if-match", "", "fire only if the run is still at this ETag/version (default: the version INPUT was resolved against)")
+	return cmd
+}
+
+func loadRun(ctx context.Context, b client.Backend, runID string) (*client.RunFrame, protocol.CLI, error) {
+	frame, err := b.Frame(ctx, runID)
+	if err != nil {
+		return nil, protocol.CLI{}, err
+	}
+	cli, err := b.CLI(ctx, runID)
+	if err != nil {
+		return nil, protocol.CLI{}, err
+	}
+	return frame, cli, nil
+}
+
+func newShowCmd(env *Env) *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Print the run's state, its CLI prompt and the next commands (agent mode)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			server, err := agentServerFor(env, f.server, args[0])
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			c, err := agentClient(env, server)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			frame, cli, err := loadRun(cmd.Context(), c, args[0])
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			agentRemember(env, c.BaseURL(), frame)
+			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: frame, CLI: cli})
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newWatchCmd(env *Env) *cobra.Command {
+	var f agentFlags
+	var untilIdle, heartbeats bool
+	cmd := &cobra.Command{
+		Use:   "watch RUN",
+		Short: "Follow the run's stream until it ends (agent mode)",
+		Long: `Print the run's changes as they happen: its current state, every change,
+and the progress of background tasks, until the run completes or fails.
+With --until-idle, stop as soon as the run is not processing (it waits for a
+client, or has ended) and print the next commands. With --json, print the
+stream's NDJSON lines as the server sends them. The stream resumes by itself
+after a dropped connection.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			runID := args[0]
+			server, err := agentServerFor(env, f.server, runID)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			c, err := agentClient(env, server)
+			if err != nil {
+				return agentError(out, f.json, err)
+			}
+			return agentError(out, f.json, watchRun(cmd.Context(), out, c, runID, f.json, untilIdle, heartbeats))
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "stop when the run is not processing (waits for a client, or has ended)")
+	cmd.Flags().BoolVar(&heartbeats, "heartbeats", false, "also print heartbeat lines")
+	return cmd
+}
+
+func watchRun(ctx context.Context, out io.Writer, c *client.Client, runID string, asJSON, untilIdle, heartbeats bool) error {
+	var last *protocol.StreamFrame
+	for it, err := range c.Stream(ctx, runID, nil) {
+		if err != nil {
+			return err
+		}
+		if it.Heartbeat != nil && !heartbeats {
+			continue
+		}
+		if asJSON {
+			b, err := json.Marshal(it)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+				return err
+			}
+		} else {
+			writeStreamItem(out, it)
+		}
+		if it.Frame != nil {
+			last = it.Frame
+			if untilIdle && it.Frame.Status != protocol.StatusProcessing {
+				break
+			}
+		}
+	}
+	if last == nil || asJSON {
+		return nil
+	}
+	if protocol.Terminal(last.Status) {
+		fmt.Fprintf(out, "Done: run %s %s in state %s.\n", runID, last.Status, last.State)
+		return nil
+	}
+	cli, err := c.CLI(ctx, runID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	rf := &client.RunFrame{Frame: last.Frame}
+	writeNext(out, runView{Server: c.BaseURL(), Frame: rf, CLI: cli})
+	return nil
+}
+
+func writeStreamItem(out io.Writer, it client.StreamItem) {
+	switch {
+	case it.Frame != nil:
+		fr := it.Frame
+		fmt.Fprintf(out, "[%d] %s (%s)", fr.ID, fr.State, fr.Status)
+		if fr.Hint != "" {
+			fmt.Fprintf(out, " — %s", fr.Hint)
+		}
+		fmt.Fprintln(out)
+	case it.Progress != nil:
+		fmt.Fprintf(out, "    progress %s", it.Progress.Progress)
+		if it.Progress.Hint != "" {
+			fmt.Fprintf(out, " — %s", it.Progress.Hint)
+		}
+		fmt.Fprintln(out)
+	case it.Heartbeat != nil:
+		fmt.Fprintf(out, "    (heartbeat, last event %d)\n", it.Heartbeat.ID)
+	case it.End != nil:
+		fmt.Fprintf(out, "    (the server ended the stream: %s; resuming)\n", it.End.End)
+	}
+}
+
+// runView is what start, step and show print.
+type runView struct {
+	Server string
+	Frame  *client.RunFrame
+	CLI    protocol.CLI
+	Fired  *fired
+}
+
+type fired struct {
+	Action string         `json:"action"`
+	Input  map[string]any `json:"input"`
+	From   string         `json:"from"`
+	To     string         `json:"to"`
+}
+
+// nextCmd is one command the user (or agent) can type next.
+type nextCmd struct {
+	Command string            `json:"command"`
+	Action  string            `json:"action,omitempty"`
+	Label   string            `json:"label,omitempty"`
+	Keys    string            `json:"keys,omitempty"`
+	Expects map[string]string `json:"expects,omitempty"`
+}
+
+// runJSON is the --json output of start, step and show (docs/CLI_JSON.md).
+type runJSON struct {
+	Server  string         `json:"server"`
+	RunID   string         `json:"run_id"`
+	ETag    string         `json:"etag"`
+	Version int64          `json:"version"`
+	Done    bool           `json:"done"`
+	Fired   *fired         `json:"fired,omitempty"`
+	Frame   protocol.Frame `json:"frame"`
+	CLI     protocol.CLI   `json:"cli"`
+	Next    []nextCmd      `json:"next"`
+}
+
+func printRun(out io.Writer, asJSON bool, v runView) error {
+	if asJSON {
+		return writeJSON(out, runJSON{Server: v.Server, RunID: v.Frame.RunID, ETag: v.Frame.ETag, Version: v.Frame.Version(),
+			Done: protocol.Terminal(v.Frame.Status), Fired: v.Fired, Frame: v.Frame.Frame, CLI: v.CLI, Next: nextCommands(v)})
+	}
+	writeRun(out, v)
+	return nil
+}
+
+func writeRun(out io.Writer, v runView) {
+	f := v.Frame
+	if v.Fired != nil {
+		fmt.Fprintf(out, "Fired:  %s (%s → %s)\n", v.Fired.Action, v.Fired.From, v.Fired.To)
+	}
+	fmt.Fprintf(out, "Run:    %s (%s, version %d)\n", f.RunID, f.WorkflowID, f.Version())
+	fmt.Fprintf(out, "State:  %s [%s]\n", f.State, f.Status)
+	if f.Hint != "" {
+		fmt.Fprintf(out, "Hint:   %s\n", f.Hint)
+	}
+	if len(f.Milestones) > 0 {
+		fmt.Fprintf(out, "Milestones: %s\n", strings.Join(f.Milestones, " → "))
+	}
+	if len(f.Data) > 0 {
+		b, _ := json.Marshal(f.Data)
+		fmt.Fprintf(out, "Data:   %s\n", b)
+	}
+	if f.ActiveSkill != nil {
+		fmt.Fprintf(out, "Skill:  %s (%s)\n", f.ActiveSkill.Name, f.ActiveSkill.URL)
+	}
+	for _, t := range f.Tools {
+		fmt.Fprintf(out, "Tool:   %s", t.Name)
+		if len(t.Expects) > 0 {
+			fmt.Fprintf(out, " (%s)", protocol.DescribeExpects(t.Expects))
+		}
+		if t.Description != "" {
+			fmt.Fprintf(out, " — %s", t.Description)
+		}
+		fmt.Fprintln(out)
+	}
+	for _, r := range f.Resources {
+		fmt.Fprintf(out, "Resource: %s %s\n", r.Name, r.URI)
+	}
+	fmt.Fprintln(out)
+	if protocol.Terminal(f.Status) {
+		fmt.Fprintf(out, "Done: run %s %s in state %s.\n", f.RunID, f.Status, f.State)
+		return
+	}
+	if v.CLI.Prompt != "" {
+		fmt.Fprintln(out, v.CLI.Prompt)
+	}
+	if v.CLI.Hint != "" && v.CLI.Hint != f.Hint {
+		fmt.Fprintln(out, v.CLI.Hint)
+	}
+	for i, o := range v.CLI.Options {
+		fmt.Fprintf(out, "  %d) %s", i+1, o.Label)
+		var extra []string
+		if o.Label != o.Action {
+			extra = append(extra, "action "+o.Action)
+		}
+		if o.Keys != "" {
+			extra = append(extra, "keys "+o.Keys)
+		}
+		if ns, ok := f.Action(o.Action); ok {
+			if len(ns.Expects) > 0 {
+				extra = append(extra, "expects "+protocol.DescribeExpects(ns.Expects))
+			}
+			if ns.IsCritical {
+				extra = append(extra, "critical")
+			}
+		}
+		if len(extra) > 0 {
+			fmt.Fprintf(out, "  [%s]", strings.Join(extra, ", "))
+		}
+		fmt.Fprintln(out)
+	}
+	if v.CLI.InputHint != "" {
+		fmt.Fprintln(out, v.CLI.InputHint)
+	}
+	fmt.Fprintln(out)
+	writeNext(out, v)
+}
+
+// writeNext prints one "Next: <command>  # <label>" line per option.
+func writeNext(out io.Writer, v runView) {
+	cmds := nextCommands(v)
+	if v.Frame.Status == protocol.StatusProcessing {
+		fmt.Fprintln(out, "A background task is running; watch it, or pick an option that is still offered.")
+	}
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.Command))
+	}
+	for _, c := range cmds {
+		if c.Label != "" {
+			fmt.Fprintf(out, "Next: %-*s  # %s\n", width, c.Command, c.Label)
+		} else {
+			fmt.Fprintf(out, "Next: %s\n", c.Command)
+		}
+	}
+}
+
+// nextCommands lists the exact commands that answer the run's CLI now.
+func nextCommands(v runView) []nextCmd {
+	f := v.Frame
+	id := f.RunID
+	var out []nextCmd
+	if protocol.Terminal(f.Status) {
+		return []nextCmd{}
+	}
+	if f.Status == protocol.StatusProcessing {
+		out = append(out, nextCmd{Command: "asmp watch " + id + " --until-idle", Label: "wait for the background task"})
+	}
+	inputOptions := 0
+	for _, o := range v.CLI.Options {
+		if ns, ok := f.Action(o.Action); ok && len(ns.Expects) > 0 {
+			inputOptions++
+		}
+	}
+	for i, o := range v.CLI.Options {
+		ns, _ := f.Action(o.Action)
+		c := nextCmd{Action: o.Action, Label: o.Label, Keys: o.Keys, Expects: ns.Expects}
+		switch len(ns.Expects) {
+		case 0:
+			c.Command = fmt.Sprintf("asmp step %s %d", id, i+1)
+		case 1:
+			var field string
+			for field = range ns.Expects {
+			}
+			ph := "'<" + field + ">'"
+			if inputOptions == 1 && (!ns.IsCritical || len(v.CLI.Options) == 1) {
+				c.Command = fmt.Sprintf("asmp step %s %s", id, ph)
+			} else {
+				c.Command = fmt.Sprintf("asmp step %s %s %s", id, o.Action, ph)
+			}
+		default:
+			keys := make([]string, 0, len(ns.Expects))
+			for k := range ns.Expects {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := []string{"asmp step", id, o.Action}
+			for _, k := range keys {
+				parts = append(parts, k+"='<"+ns.Expects[k]+">'")
+			}
+			c.Command = strings.Join(parts, " ")
+		}
+		out = append(out, c)
+	}
+	if out == nil {
+		out = []nextCmd{{Command: "asmp show " + id, Label: "no action is offered now; look again later"}}
+	}
+	return out
+}
