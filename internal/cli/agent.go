@@ -113,7 +113,10 @@ func agentError(out io.Writer, asJSON bool, err error) error {
 	default:
 		body["code"] = "client_error"
 	}
-	writeJSON(out, map[string]any{"error": body})
+	// One line, so that it also ends an NDJSON stream (watch --json).
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]any{"error": body})
 	return err
 }
 
