@@ -94,6 +94,8 @@ type Engine struct {
 	invoker RowInvoker
 	locks   [256]sync.Mutex
 	hub     *Hub
+	metrics *Metrics
+	seen    seenSeqs
 	wakeMu  sync.Mutex
 	wake    func() // wakes a task worker when a task is enqueued
 }
@@ -165,6 +167,8 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 		e.def = d
 	}
 	e.hub = newHub()
+	e.hub.onEmpty = e.seen.drop
+	e.metrics = newMetrics()
 	return e, nil
 }
 

@@ -55,8 +55,9 @@ func (s *Subscription) Close() { s.hub.remove(s, false) }
 type Hub struct {
 	mu     sync.RWMutex
 	subs   map[string]map[*Subscription]struct{}
-	n      int // live subscriptions
-	buffer int // channel capacity per subscription
+	n       int // live subscriptions
+	buffer  int // channel capacity per subscription
+	onEmpty func(runID string)
 }
 
 func newHub() *Hub {
@@ -94,6 +95,7 @@ func (h *Hub) HasSubscribers(runID string) bool {
 }
 
 func (h *Hub) remove(s *Subscription, dropped bool) {
+	empty := false
 	h.mu.Lock()
 	if m := h.subs[s.runID]; m != nil {
 		if _, ok := m[s]; ok {
@@ -101,10 +103,14 @@ func (h *Hub) remove(s *Subscription, dropped bool) {
 			h.n--
 			if len(m) == 0 {
 				delete(h.subs, s.runID)
+				empty = true
 			}
 		}
 	}
 	h.mu.Unlock()
+	if empty && h.onEmpty != nil {
+		h.onEmpty(s.runID)
+	}
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -149,11 +155,39 @@ func (h *Hub) CloseAll() {
 // Hub returns the engine's subscriber hub.
 func (e *Engine) Hub() *Hub { return e.hub }
 
-func (e *Engine) published(ev store.Event) {
-	if ev.Status == protocol.StatusProcessing {
-		if wake := e.wakeFunc(); wake != nil {
-			wake()
+// published is called after this process committed ev.
+func (e *Engine) published(workflowID string, ev store.Event) {
+	e.publishEvent(workflowID, ev, true)
+}
+
+// publishEvent delivers ev to the run's subscribers (once: events already
+// published are skipped) and, for this process's own commits, counts it and
+// wakes a task worker when the run entered a task state.
+func (e *Engine) publishEvent(workflowID string, ev store.Event, local bool) {
+	if local {
+		e.count(workflowID, &ev)
+		if ev.Status == protocol.StatusProcessing {
+			if wake := e.wakeFunc(); wake != nil {
+				wake()
+			}
 		}
 	}
+	if !e.hub.HasSubscribers(ev.RunID) {
+		return
+	}
+	if !e.seen.advance(ev.RunID, ev.Seq) && !local {
+		return
+	}
 	e.hub.Publish(ev.RunID, Message{Event: &ev, lines: &lineCache{}})
+}
+
+// Runs returns the ids of the runs that have subscribers.
+func (h *Hub) Runs() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]string, 0, len(h.subs))
+	for id := range h.subs {
+		out = append(out, id)
+	}
+	return out
 }

@@ -87,7 +87,7 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	if err := e.store.CreateRun(ctx, c); err != nil {
 		return nil, internal("could not store the new run", err)
 	}
-	e.published(c.Event)
+	e.published(def.ID, c.Event)
 	return &Run{Run: c.Run, Def: def, Data: data}, nil
 }
 
@@ -211,7 +211,7 @@ func (e *Engine) Transition(ctx context.Context, runID, action string, input map
 		if err != nil {
 			return nil, internal("could not store the transition", err)
 		}
-		e.published(c.Event)
+		e.published(r.WorkflowID, c.Event)
 		next, err := e.view(c.Run)
 		if err != nil {
 			return nil, err

@@ -292,7 +292,7 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 		if err != nil {
 			return err
 		}
-		e.published(c.Event)
+		e.published(r.WorkflowID, c.Event)
 		return nil
 	}
 	return errors.New("engine: could not mark the run failed: too many conflicts")

@@ -101,6 +101,13 @@ func (s *Server) routes() {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if s.metrics != nil {
+		mh := s.metrics.handler()
+		s.mux.Handle("GET /metrics", s.api(auth.ScopeRead, func(w http.ResponseWriter, r *http.Request, c *call) error {
+			mh.ServeHTTP(w, r)
+			return nil
+		}))
+	}
 	if s.opts.API != nil {
 		s.mux.Handle("/api/", s.opts.API)
 	}

@@ -52,8 +52,20 @@ type Options struct {
 	// server: every caller is auth.Open (anonymous, all scopes). A returned
 	// *protocol.Error (EUnauthorized) is written as is.
 	Authenticate func(r *http.Request) (auth.Principal, error)
-	// Middleware wraps the whole handler (outermost first), e.g. metrics,
-	// rate limits, request logging.
+	// RateLimit is the per-client request rate (requests per second) beyond
+	// which requests get 429 with Retry-After; 0 means no limit. A client
+	// is its token name, or its IP address without a token.
+	RateLimit float64
+	// RateBurst is how many requests a client may send at once
+	// (0 = twice RateLimit).
+	RateBurst int
+	// MaxStreamsPerClient bounds the open NDJSON streams of one client
+	// (0 = no limit); more get 429.
+	MaxStreamsPerClient int
+	// DisableMetrics turns GET /metrics off.
+	DisableMetrics bool
+	// Middleware wraps the API handler (outermost first), inside request
+	// logging and panic recovery and outside authentication.
 	Middleware []func(http.Handler) http.Handler
 }
 
@@ -66,6 +78,8 @@ type Server struct {
 	handler http.Handler
 	done    chan struct{}
 	allowed map[string][]string // path pattern -> methods, for 405 answers
+	metrics *metrics
+	slots   streamSlots
 }
 
 // New returns the HTTP API of e.
@@ -88,13 +102,18 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	s.slots.n = map[string]int{}
+	if !s.opts.DisableMetrics {
+		s.metrics = newMetrics(e)
+	}
 	s.routes()
-	var h http.Handler = s.mux
+	// observe → recover → user middleware → authenticate → rate limit → mux
+	h := s.limit(routed(s.mux))
 	h = s.authenticate(h)
 	for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
 		h = s.opts.Middleware[i](h)
 	}
-	s.handler = recoverer(s.log, h)
+	s.handler = s.observe(recoverer(s.log, h))
 	return s
 }
 
@@ -180,6 +199,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			httpx.WriteError(w, s.log, err)
 			return
+		}
+		if ri := infoOf(r.Context()); ri != nil {
+			ri.actor = p.Name
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})

@@ -98,6 +98,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) error {
 	if resume && after > run.Version {
 		return protocol.Errorf(protocol.EInvalid, "Last-Event-ID %d is ahead of the run (its last event is %d); reconnect without it.", after, run.Version)
 	}
+	release, err := s.acquireStream(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Subscribe first, then read: an event committed in between is seen
 	// twice (and skipped by id), never missed.
 	sub := s.e.Hub().Subscribe(run.ID)
@@ -216,6 +221,11 @@ func (s *Server) follow(r *http.Request, sw *streamWriter, sub *engine.Subscript
 // same connection until the run leaves processing; otherwise it answers
 // with the frame as usual.
 func (s *Server) transitionStream(w http.ResponseWriter, r *http.Request, c *call, runID, action string, input map[string]any, ifMatch int64) error {
+	release, err := s.acquireStream(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	sub := s.e.Hub().Subscribe(runID)
 	defer sub.Close()
 	next, err := s.e.Transition(r.Context(), runID, action, input, engine.TransitionOptions{IfMatch: ifMatch, Actor: c.actor.Name})

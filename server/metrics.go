@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/asmp-dev/asmp/engine"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own so
+// that several servers can live in one process.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(e *engine.Engine) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "asmp_http_requests_total", Help: "HTTP requests by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "asmp_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method (streams: their whole life).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route", "method"}),
+	}
+	st := e.Store()
+	ctx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 2*time.Second)
+	}
+	m.reg.MustRegister(
+		m.requests, m.latency,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		e.Metrics().Transitions,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
+			func() float64 { return float64(e.Hub().Subscribers()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_task_queue_depth", Help: "Background tasks not yet done (pending or running)."},
+			func() float64 {
+				c, cancel := ctx()
+				defer cancel()
+				n, _ := st.PendingTasks(c)
+				return float64(n)
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_ledger_records", Help: "Records in the OIP ledger."},
+			func() float64 {
+				c, cancel := ctx()
+				defer cancel()
+				n, _ := st.LedgerSize(c)
+				return float64(n)
+			}),
+		&runsCollector{e: e},
+	)
+	return m
+}
+
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// runsCollector reports stored runs by status override at scrape time.
+type runsCollector struct{ e *engine.Engine }
+
+var runsDesc = prometheus.NewDesc("asmp_runs", "Stored runs by stored status (\"derived\" = the status comes from the state: active, awaiting_input or completed).", []string{"status"}, nil)
+
+func (c *runsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc }
+
+func (c *runsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.e.Store().CountRuns(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(runsDesc, err)
+		return
+	}
+	for status, n := range counts {
+		if status == "" {
+			status = "derived"
+		}
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(n), status)
+	}
+}

@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// requestInfo travels in a request's context from the outermost
+// middleware, which logs and measures, to the inner ones that learn the
+// route pattern and the principal.
+type requestInfo struct {
+	id      string
+	pattern string
+	actor   string
+}
+
+type infoKey struct{}
+
+func infoOf(ctx context.Context) *requestInfo {
+	ri, _ := ctx.Value(infoKey{}).(*requestInfo)
+	return ri
+}
+
+// statusWriter records the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe is the outermost middleware: it gives every request an id
+// (X-Request-Id, reused from the client when it is sane), logs it when it
+// ends (never a header or body), and records metrics by route pattern.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &requestInfo{id: requestID(r.Header.Get("X-Request-Id"))}
+		w.Header().Set("X-Request-Id", ri.id)
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := ri.pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		elapsed := time.Since(start)
+		if s.metrics != nil {
+			s.metrics.observe(route, r.Method, status, elapsed)
+		}
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", ri.id), slog.String("method", r.Method), slog.String("route", route),
+			slog.String("path", r.URL.Path), slog.Int("status", status), slog.Duration("duration", elapsed),
+			slog.String("principal", ri.actor), slog.String("remote", r.RemoteAddr))
+	})
+}
+
+// routed is the innermost middleware: it passes the pattern the mux chose
+// back to observe.
+func routed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r)
+		if ri := infoOf(r.Context()); ri != nil {
+			ri.pattern = r.Pattern
+		}
+	})
+}
+
+func requestID(given string) string {
+	if given != "" && len(given) <= 64 {
+		ok := true
+		for _, c := range given {
+			if !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return given
+		}
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// clientKey names the client for limits: the principal when a token was
+// given, else the remote address (the first X-Forwarded-For hop when the
+// server trusts its proxy).
+func (s *Server) clientKey(r *http.Request) string {
+	if p := auth.FromContext(r.Context()); p.Name != auth.Anonymous {
+		return "token:" + p.Name
+	}
+	if s.opts.TrustProxy {
+		if f := firstValue(r.Header.Get("X-Forwarded-For")); f != "" {
+			return "ip:" + f
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "ip:" + host
+}
+
+// limiter is a token bucket per client.
+type limiter struct {
+	rate  float64 // tokens per second
+	burst float64
+	mu    sync.Mutex
+	b     map[string]*bucket
+	last  time.Time // last sweep of idle buckets
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newLimiter(rate float64, burst int) *limiter {
+	if burst <= 0 {
+		burst = int(math.Ceil(rate * 2))
+	}
+	return &limiter{rate: rate, burst: float64(burst), b: map[string]*bucket{}}
+}
+
+// take spends one token of key; when none is left it returns how long until one is.
+func (l *limiter) take(key string, now time.Time) (ok bool, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) > time.Minute {
+		for k, b := range l.b {
+			if now.Sub(b.at) > time.Minute {
+				delete(l.b, k)
+			}
+		}
+		l.last = now
+	}
+	b := l.b[key]
+	if b == nil {
+		b = &bucket{tokens: l.burst, at: now}
+		l.b[key] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+}
+
+// limit applies the per-client rate limit (429 with Retry-After).
+func (s *Server) limit(next http.Handler) http.Handler {
+	if s.opts.RateLimit <= 0 {
+		return next
+	}
+	l := newLimiter(s.opts.RateLimit, s.opts.RateBurst)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ok, wait := l.take(s.clientKey(r), time.Now())
+		if !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			if secs < 1 {
+				secs = 1
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			httpx.WriteError(w, nil, protocol.Errorf(protocol.ERateLimited, "Too many requests from this client (limit %g per second); retry after %d s.", s.opts.RateLimit, secs).
+				With("retry_after", secs))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// streamSlots counts open streams per client.
+type streamSlots struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquireStream reserves a stream slot for r's client, or returns a 429.
+func (s *Server) acquireStream(r *http.Request) (release func(), err error) {
+	if s.opts.MaxStreamsPerClient <= 0 {
+		return func() {}, nil
+	}
+	key := s.clientKey(r)
+	s.slots.mu.Lock()
+	defer s.slots.mu.Unlock()
+	if s.slots.n[key] >= s.opts.MaxStreamsPerClient {
+		return nil, protocol.Errorf(protocol.ERateLimited, "This client already has %d open streams, the limit; close one first.", s.opts.MaxStreamsPerClient).
+			With("retry_after", 1)
+	}
+	s.slots.n[key]++
+	return func() {
+		s.slots.mu.Lock()
+		if s.slots.n[key]--; s.slots.n[key] <= 0 {
+			delete(s.slots.n, key)
+		}
+		s.slots.mu.Unlock()
+	}, nil
+}
