@@ -42,6 +42,8 @@ type env struct {
 	srv *server.Server
 }
 
+type storeT = store.Store
+
 type setup struct {
 	defs    []*workflow.Definition
 	opts    *server.Options

@@ -15,12 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/store/postgres"
 	"github.com/asmp-dev/asmp/store/sqlite"
 	"github.com/asmp-dev/asmp/workflow"
 )
@@ -39,6 +41,11 @@ type serveFlags struct {
 	logFormat  string
 	maxBody    int64
 	defaultWF  string
+	tokens     []string
+	rateLimit  float64
+	rateBurst  int
+	maxStreams int
+	maxDepth   int
 }
 
 func init() { register(newServeCmd) }
@@ -74,6 +81,11 @@ is the default workflow.
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json (logs go to stderr)")
 	fl.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
 	fl.StringVar(&f.defaultWF, "default-workflow", "", "workflow used when POST /runs names none (default: the first)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "bearer token NAME=SECRET[:SCOPE,...] (repeatable; also ASMP_TOKENS, entries separated by ';'; scopes read,runs,dispatch,exec; none = all)")
+	fl.Float64Var(&f.rateLimit, "rate-limit", -1, "requests per second per client before 429 (0 = off; default: off on loopback, 50 otherwise)")
+	fl.IntVar(&f.rateBurst, "rate-burst", 0, "requests a client may send at once (default: twice --rate-limit)")
+	fl.IntVar(&f.maxStreams, "max-streams", 64, "open streams per client (0 = no limit)")
+	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
 	return cmd
 }
 
@@ -94,12 +106,16 @@ func newLogger(env *Env, level, format string) (*slog.Logger, error) {
 
 // openStore opens the store named by --db. keyPath is where the ledger's
 // signing key lives ("" for an in-memory store: a new key per process).
-func openStore(db string) (st store.Store, desc, keyPath string, err error) {
+func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()) (st store.Store, desc, keyPath string, err error) {
 	switch {
 	case db == ":memory:":
 		return memstore.New(), "memory (nothing survives a restart)", "", nil
 	case strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://"):
-		return nil, "", "", errors.New("--db postgres://…: Postgres is not built into this binary yet; use a SQLite path or :memory:")
+		s, err := postgres.Open(ctx, db, &postgres.Options{Logger: log, OnListenResume: onResume})
+		if err != nil {
+			return nil, "", "", err // never contains the password
+		}
+		return s, s.String(), ledgerKeyPath(), nil
 	default:
 		s, err := sqlite.Open(db)
 		if err != nil {
@@ -107,6 +123,16 @@ func openStore(db string) (st store.Store, desc, keyPath string, err error) {
 		}
 		return s, "sqlite " + s.Path(), s.Path() + ".key", nil
 	}
+}
+
+// ledgerKeyPath is where a server on Postgres keeps the ledger's signing
+// key: ASMP_LEDGER_KEY, else asmp-ledger.key in the working directory.
+// Replicas of one ledger must share it (give them the same file).
+func ledgerKeyPath() string {
+	if p := os.Getenv("ASMP_LEDGER_KEY"); p != "" {
+		return p
+	}
+	return "asmp-ledger.key"
 }
 
 func loadWorkflows(files []string) ([]*workflow.Definition, error) {
@@ -152,10 +178,27 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			log.Warn("workflow warning", "workflow", d.ID, "source", d.Source, "problem", w.String())
 		}
 	}
-	if !isLoopback(f.addr) && !f.insecure {
-		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
+	tokens, err := auth.NewTokens(f.tokens, env.Getenv("ASMP_TOKENS"))
+	if err != nil {
+		return err
 	}
-	st, dbDesc, keyPath, err := openStore(f.db)
+	loopback := isLoopback(f.addr)
+	if !loopback && tokens.Len() == 0 && !f.insecure {
+		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Give it tokens (--token NAME=SECRET), listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
+	}
+	if f.rateLimit < 0 {
+		f.rateLimit = 0
+		if !loopback {
+			f.rateLimit = 50
+		}
+	}
+	var eng *engine.Engine
+	resume := func() {
+		if eng != nil {
+			eng.CatchUp(context.Background())
+		}
+	}
+	st, dbDesc, keyPath, err := openStore(ctx, f.db, log, resume)
 	if err != nil {
 		return err
 	}
@@ -164,18 +207,35 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return fmt.Errorf("opening the OIP ledger: %w", err)
 	}
-	eng, err := engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log})
+	eng, err = engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log})
 	if err != nil {
 		return err
 	}
-	srv := server.New(eng, &server.Options{
-		PublicURL:  f.publicURL,
-		TrustProxy: f.trustProxy,
-		MaxBody:    f.maxBody,
-		Heartbeat:  f.heartbeat,
-		Logger:     log,
-		API:        ledger.Handler(),
-	})
+	opts := &server.Options{
+		PublicURL:           f.publicURL,
+		TrustProxy:          f.trustProxy,
+		MaxBody:             f.maxBody,
+		MaxDepth:            f.maxDepth,
+		Heartbeat:           f.heartbeat,
+		Logger:              log,
+		API:                 ledger.Handler(),
+		RateLimit:           f.rateLimit,
+		RateBurst:           f.rateBurst,
+		MaxStreamsPerClient: f.maxStreams,
+	}
+	authDesc := "none (open server: every caller holds every scope)"
+	if tokens.Len() > 0 {
+		opts.Authenticate = tokens.Authenticate
+		authDesc = "tokens " + strings.Join(tokens.Names(), " ")
+	}
+	srv := server.New(eng, opts)
+	followCtx, stopFollow := context.WithCancel(context.Background())
+	defer stopFollow()
+	go func() {
+		if err := eng.FollowStore(followCtx); err != nil && followCtx.Err() == nil {
+			log.Error("following other replicas' commits stopped", "err", err)
+		}
+	}()
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.addr, err)
@@ -199,7 +259,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		url = f.publicURL
 	}
 	fmt.Fprintf(env.Stderr, "asmp %s listening on http://%s\n", version(), ln.Addr())
-	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", "none (open server: every caller holds every scope)")
+	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit)
 
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
