@@ -63,7 +63,8 @@ type Execution struct {
 // stdin, output caps, and never uses a shell unless the row's method is
 // shell. Service calls it only when the principal holds the exec scope. The
 // context it gets is not cancelled when the client goes away, so the
-// result is always recorded.
+// result is always recorded; it is cancelled with the dispatcher's context
+// only when that was marked with CancelExecution.
 type Executor interface {
 	Execute(ctx context.Context, x Execution) Outcome
 }
@@ -194,9 +195,14 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	}
 
 	// Execute: the attempt is durable; run it and record the result even
-	// if the client has gone.
+	// if the client has gone. The run itself stops with ctx only when the
+	// caller asked for that (CancelExecution).
+	execCtx := context.WithoutCancel(ctx)
+	if cancelExecution(ctx) {
+		execCtx = ctx
+	}
 	ctx = context.WithoutCancel(ctx)
-	out := s.exec.Execute(ctx, Execution{
+	out := s.exec.Execute(execCtx, Execution{
 		AttemptID: attempt.InvID, Key: key, RowKey: req.ObjectKey, RowInvID: rowRec.InvID,
 		Row: r, Command: cmd, Principal: p,
 	})
@@ -217,6 +223,23 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	rc = receiptOf(result)
 	rc.Outcome = &out
 	return rc, nil
+}
+
+type cancelKey struct{}
+
+// CancelExecution returns ctx marked so that an invocation dispatched with
+// it and executed is stopped (the Executor kills its process) when ctx is
+// cancelled; its result, class failed, is still recorded. Without the mark
+// an execution outlives its caller's context, so an HTTP client that goes
+// away does not stop it. Workflow tasks use it, so that a server shutting
+// down or a task losing its lease stops the command.
+func CancelExecution(ctx context.Context) context.Context {
+	return context.WithValue(ctx, cancelKey{}, true)
+}
+
+func cancelExecution(ctx context.Context) bool {
+	v, _ := ctx.Value(cancelKey{}).(bool)
+	return v
 }
 
 func refused(reason string) *Outcome {
