@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -201,3 +202,7 @@ var (
 	serverOptsTrust  = server.Options{TrustProxy: true}
 	serverOptsPublic = server.Options{PublicURL: "https://api.example.com/asmp/"}
 )
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
