@@ -1,0 +1,275 @@
+package tui_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/internal/tui"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store/memstore"
+)
+
+func newEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(memstore.New(), examples.All(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := eng.StartWorkers(&engine.WorkerOptions{Poll: 20 * time.Millisecond})
+	t.Cleanup(func() { w.Stop(time.Second) })
+	return eng
+}
+
+// backends gives the UI a local engine and a real HTTP server.
+func backends(t *testing.T) map[string]client.Backend {
+	local := client.NewLocal(newEngine(t))
+	eng := newEngine(t)
+	srv := server.New(eng, nil)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { srv.Shutdown(); ts.Close() })
+	c, err := client.New(ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]client.Backend{"local": local, "http": c}
+}
+
+// screen waits until the output shows every part (in any order).
+func screen(t *testing.T, tm *teatest.TestModel, parts ...string) {
+	t.Helper()
+	var seen bytes.Buffer
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		seen.Reset()
+		seen.Write(b)
+		for _, p := range parts {
+			if !bytes.Contains(b, []byte(p)) {
+				return false
+			}
+		}
+		return true
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}
+
+func key(k tea.KeyType) tea.KeyMsg { return tea.KeyMsg{Type: k} }
+
+func start(t *testing.T, o tui.Options) *teatest.TestModel {
+	o.ASCII = true
+	return teatest.NewTestModel(t, tui.NewModel(t.Context(), o), teatest.WithInitialTermSize(100, 40))
+}
+
+func finalResult(t *testing.T, tm *teatest.TestModel) tui.Result {
+	t.Helper()
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second))
+	return fm.(*tui.Model).Result()
+}
+
+// The whole config wizard through the keyboard, asserting the screen at
+// each step.
+func TestConfigWizardByKeys(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			var started atomic.Value
+			tm := start(t, tui.Options{Backend: b, WorkflowID: "config-wizard-v1", OnRun: func(f *client.RunFrame) { started.Store(f.RunID) }})
+			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "1-9 pick", "1 keys")
+			tm.Type("1") // the option's key
+			// CONFIGURE: one option that takes input opens its form at once.
+			screen(t, tm, "Set value", "Enter your config value, then choose Save.", "1. Save [enter] value (string)", "Value (string):", "value (string):", "enter Save")
+			tm.Send(key(tea.KeyEnter)) // an empty string is refused client-side
+			screen(t, tm, "value is empty")
+			tm.Type("dark mode")
+			tm.Send(key(tea.KeyEnter))
+			screen(t, tm, "Apply configuration?", "Confirm to apply or cancel.", "1. Yes, apply [y]", "2. No, cancel [n]", "y/n keys", "Chose Save.")
+			tm.Send(key(tea.KeyDown)) // arrows move; y picks regardless
+			tm.Type("y")
+			id, _ := started.Load().(string)
+			screen(t, tm, "[ok] Run completed", "State:  DONE", "Hint:   Configuration applied.", "Data:   value=dark mode", "Run id: "+id, "enter or q to exit")
+			tm.Send(key(tea.KeyEnter))
+			r := finalResult(t, tm)
+			if r.RunID != id || r.Status != protocol.StatusCompleted || r.State != "DONE" || !strings.Contains(r.Summary(), "completed in state DONE") {
+				t.Fatalf("result = %+v", r)
+			}
+		})
+	}
+}
+
+// Cancel by arrow keys and enter; another client's change arrives through
+// the stream.
+func TestArrowsAndStreamUpdates(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			run, err := b.StartRun(t.Context(), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tm := start(t, tui.Options{Backend: b, RunID: run.RunID})
+			screen(t, tm, "Config wizard")
+			// Another client moves the run: the screen follows.
+			if _, err := b.Transition(t.Context(), run.RunID, "start", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			screen(t, tm, "Set value", "value (string):")
+			tm.Type("x")
+			tm.Send(key(tea.KeyEnter))
+			screen(t, tm, "Apply configuration?")
+			tm.Send(key(tea.KeyDown))
+			screen(t, tm, "> 2. No, cancel")
+			tm.Send(key(tea.KeyEnter))
+			screen(t, tm, "Run completed", "State:  CANCELLED", "Configuration cancelled.")
+			tm.Type("q")
+			if r := finalResult(t, tm); r.State != "CANCELLED" {
+				t.Fatalf("result = %+v", r)
+			}
+		})
+	}
+}
+
+// flaky fails the first transition with a server error.
+type flaky struct {
+	client.Backend
+	failed atomic.Bool
+}
+
+func (f *flaky) Transition(ctx context.Context, runID, action string, input map[string]any, o *client.TransitionOptions) (*client.RunFrame, error) {
+	if !f.failed.Swap(true) {
+		return nil, &client.Error{Status: http.StatusServiceUnavailable, Code: protocol.EUnavailable, Hint: "The server is busy; try again."}
+	}
+	return f.Backend.Transition(ctx, runID, action, input, o)
+}
+
+// Typed fields, client-side validation, a server error with retry, and a
+// background task with a progress bar.
+func TestExpenseWithProgressAndErrors(t *testing.T) {
+	examples.PaymentStep = 150 * time.Millisecond
+	t.Cleanup(func() { examples.PaymentStep = 600 * time.Millisecond })
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			fb := &flaky{Backend: b}
+			tm := start(t, tui.Options{Backend: fb, WorkflowID: "expense-approval-v1"})
+			screen(t, tm, "New expense claim", "amount (number):", "description (string):")
+			tm.Type("lots")
+			tm.Send(key(tea.KeyTab))
+			tm.Type("Team lunch")
+			tm.Send(key(tea.KeyEnter))
+			screen(t, tm, "amount must be a number such as 12.5")
+			for range 4 {
+				tm.Send(key(tea.KeyBackspace))
+			}
+			tm.Type("12.5")
+			tm.Send(key(tea.KeyEnter)) // to the next field
+			tm.Send(key(tea.KeyEnter)) // submit
+			// The form stays filled: enter sends it again.
+			screen(t, tm, "[x] The server is busy; try again.", "enter send again")
+			tm.Send(key(tea.KeyEnter))
+			screen(t, tm, "Review the claim", "1. Approve [a]", "2. Reject [r] reason (string) critical", "Milestones: [ok] Claim submitted")
+			tm.Type("a")
+			screen(t, tm, "PAYING", "Reserving funds", "%")
+			screen(t, tm, "Run completed", "State:  PAID", "Claim submitted -> Claim approved -> Paid")
+			tm.Send(key(tea.KeyEnter))
+			if r := finalResult(t, tm); r.State != "PAID" {
+				t.Fatalf("result = %+v", r)
+			}
+		})
+	}
+}
+
+// Attaching to an unknown run ends with the server's hint.
+func TestUnknownRun(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			r, err := tui.RunFull(t.Context(), tui.Options{Backend: b, RunID: "0190aaaa-0000-7000-8000-000000000000",
+				In: strings.NewReader(""), Out: &bytes.Buffer{}})
+			if !client.IsNotFound(err) || !strings.Contains(err.Error(), "Run not found") || r.Status != "" {
+				t.Fatalf("RunFull = %+v, %v", r, err)
+			}
+		})
+	}
+}
+
+// The line-oriented fallback through the whole wizard.
+func TestPlainLoop(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			in := strings.NewReader("2\n1\nsave\n?\ndark mode\nmaybe\ny\n")
+			var out bytes.Buffer
+			r, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, In: in, Out: &out, ASCII: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.String()
+			for _, want := range []string{
+				"── INITIAL [active] ──\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ",
+				`[x] "2" is not an option here. Type 1, an action (start) or a key (1 for start).`,
+				"── CONFIGURE [active] ──\nSet value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
+				"[x] Option 1 (Save, action save) needs input: value (string).",
+				`Type 1, an action (save) or a key (enter for save). save takes value (string): type "save <value>" or just the value.`,
+				"[ok] save -> CONFIRM",
+				"  1) Yes, apply [y]\n  2) No, cancel [n]\n",
+				`[x] "maybe" is not an option here.`,
+				"[ok] confirm -> DONE",
+				"[ok] Run completed in state DONE: Configuration applied.\nRun id: " + r.RunID,
+			} {
+				if !strings.Contains(got, want) {
+					t.Fatalf("output lacks %q:\n%s", want, got)
+				}
+			}
+			if r.Status != "completed" {
+				t.Fatalf("result %+v", r)
+			}
+			// Input that ends early leaves the run where it is.
+			out.Reset()
+			r2, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, In: strings.NewReader("1\n"), Out: &out, ASCII: true})
+			if err != nil || r2.State != "CONFIGURE" || !strings.Contains(out.String(), "Input ended; run "+r2.RunID+" stays at CONFIGURE") {
+				t.Fatalf("early EOF: %+v %v\n%s", r2, err, out.String())
+			}
+			// q leaves.
+			out.Reset()
+			if _, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, RunID: r2.RunID, In: strings.NewReader("q\n"), Out: &out}); err != nil || !strings.Contains(out.String(), "Leaving") {
+				t.Fatalf("q: %v\n%s", err, out.String())
+			}
+		})
+	}
+}
+
+// The plain loop waits out a background task, printing its progress.
+func TestPlainProcessing(t *testing.T) {
+	examples.PaymentStep = 30 * time.Millisecond
+	t.Cleanup(func() { examples.PaymentStep = 600 * time.Millisecond })
+	b := backends(t)["http"]
+	in := strings.NewReader("amount=5 description=Pens\na\n")
+	var out bytes.Buffer
+	r, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, WorkflowID: "expense-approval-v1", In: in, Out: &out, ASCII: true})
+	if err != nil || r.State != "PAID" {
+		t.Fatalf("%+v %v\n%s", r, err, out.String())
+	}
+	for _, want := range []string{"── PAYING [processing] ──", "100% Paid", "-> PAID [completed]", "Milestones: Claim submitted -> Claim approved -> Paid"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestInteractiveDetection(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if tui.Interactive(strings.NewReader(""), &bytes.Buffer{}, env(map[string]string{"TERM": "xterm"})) {
+		t.Fatal("a pipe is not a terminal")
+	}
+	if tui.Interactive(nil, nil, env(map[string]string{"TERM": "dumb"})) {
+		t.Fatal("TERM=dumb is not interactive")
+	}
+	if !tui.UTF8(env(map[string]string{"LANG": "en_US.UTF-8"})) || tui.UTF8(env(map[string]string{"LC_ALL": "C", "LANG": "en_US.UTF-8"})) || tui.UTF8(env(nil)) {
+		t.Fatal("UTF8 detection")
+	}
+}
