@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/internal/httpx"
@@ -92,6 +93,12 @@ func (s *Service) postDispatch(w http.ResponseWriter, r *http.Request) error {
 	b, err := httpx.ReadBody(w, r, s.maxBody)
 	if err != nil {
 		return err
+	}
+	if s.exec != nil {
+		// An executed invocation answers when its command ends, which the
+		// Executor bounds (its timeout); the server's write timeout must
+		// not cut that answer off. The answer itself is small.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
 	rc, err := s.DispatchJSON(r.Context(), b)
 	if err != nil {

@@ -382,3 +382,24 @@ func TestToolCallsConcurrently(t *testing.T) {
 		t.Fatalf("%d distinct keys", len(ids))
 	}
 }
+
+// TestExecutionOutlivesWriteTimeout: POST /api/dispatch waits for an
+// execution longer than the HTTP server's write timeout and still answers.
+func TestExecutionOutlivesWriteTimeout(t *testing.T) {
+	l := newLedger(t, &exec.Options{Allow: []string{"sleep"}})
+	l.row("sleep", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":5}`)
+	hs := httptest.NewUnstartedServer(l.svc.Handler())
+	hs.Config.WriteTimeout = 300 * time.Millisecond
+	hs.Start()
+	defer hs.Close()
+	body := `{"key":"slow-1","body":{"type":"invocation","object_key":"sleep","input":{"s":1},"execute":true}}`
+	res, err := http.Post(hs.URL+"/api/dispatch", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var rc oip.Receipt
+	if err := json.NewDecoder(res.Body).Decode(&rc); err != nil || res.StatusCode != 201 || rc.Outcome == nil || rc.Outcome.Class != oip.OutcomeSucceeded {
+		t.Fatalf("status %d %+v %v", res.StatusCode, rc, err)
+	}
+}
