@@ -46,6 +46,7 @@ type serveFlags struct {
 	rateBurst  int
 	maxStreams int
 	maxDepth   int
+	exec       execFlags // --allow-exec, --exec-* (invoke.go)
 }
 
 func init() { register(newServeCmd) }
@@ -57,9 +58,14 @@ func newServeCmd(env *Env) *cobra.Command {
 		Short: "Serve workflows over HTTP (no files: the built-in examples)",
 		Long: `Serve workflows as an ASMP server.
 
-With no files, serves the built-in examples: config-wizard-v1 (the default)
-and expense-approval-v1. With files (YAML or JSON), serves those; the first
+With no files, serves the built-in examples: config-wizard-v1 (the default),
+expense-approval-v1 and number-facts-v1 (whose directory rows run only with
+--allow-exec --exec-allow factor --exec-allow expr; their rows are
+dispatched at start-up). With files (YAML or JSON), serves those; the first
 is the default workflow.
+
+Execution of directory rows is off unless --allow-exec is given, and then
+only the programs named by --exec-allow run; see docs/SECURITY.md.
 
 --db takes a SQLite file path (default asmp.db, created if missing),
 :memory: for a store that lives as long as the process.`,
@@ -86,6 +92,7 @@ is the default workflow.
 	fl.IntVar(&f.rateBurst, "rate-burst", 0, "requests a client may send at once (default: twice --rate-limit)")
 	fl.IntVar(&f.maxStreams, "max-streams", 64, "open streams per client (0 = no limit)")
 	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
+	addExecFlags(cmd, &f.exec)
 	return cmd
 }
 
@@ -137,7 +144,7 @@ func ledgerKeyPath() string {
 
 func loadWorkflows(files []string) ([]*workflow.Definition, error) {
 	if len(files) == 0 {
-		return examples.All(), nil
+		return append(examples.All(), examples.NumberFacts()), nil
 	}
 	var defs []*workflow.Definition
 	var errs []error
@@ -203,11 +210,20 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		return err
 	}
 	defer st.Close()
-	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody})
+	executor, execDesc, err := newExecutor(f.exec, log)
+	if err != nil {
+		return err
+	}
+	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor})
 	if err != nil {
 		return fmt.Errorf("opening the OIP ledger: %w", err)
 	}
-	eng, err = engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log})
+	if len(files) == 0 {
+		if err := installExampleRows(ctx, ledger, log); err != nil {
+			return err
+		}
+	}
+	eng, err = engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log, Invoker: oip.NewInvoker(ledger)})
 	if err != nil {
 		return err
 	}
@@ -259,7 +275,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		url = f.publicURL
 	}
 	fmt.Fprintf(env.Stderr, "asmp %s listening on http://%s\n", version(), ln.Addr())
-	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit)
+	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
 
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
