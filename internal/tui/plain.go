@@ -31,7 +31,7 @@ func RunPlain(ctx context.Context, o Options) (Result, error) {
 	if out == nil {
 		out = os.Stdout
 	}
-	p := &plain{ctx: ctx, o: o, b: o.Backend, out: out, lines: bufio.NewScanner(in), g: plainGlyphs(o.ASCII)}
+	p := &plain{ctx: ctx, o: o, b: o.Backend, out: out, lines: bufio.NewScanner(in), g: glyphSet(o.ASCII)}
 	p.lines.Buffer(make([]byte, 0, 4096), 1<<20)
 	err := p.run()
 	return p.result(), err
@@ -46,13 +46,6 @@ type plain struct {
 	g     glyphs
 	frame *client.RunFrame
 	cli   protocol.CLI
-}
-
-func plainGlyphs(ascii bool) glyphs {
-	if ascii {
-		return glyphs{pointer: ">", check: "[ok]", cross: "[x]", arrow: "->", bullet: "*"}
-	}
-	return glyphs{pointer: "›", check: "✔", cross: "✘", arrow: "→", bullet: "•"}
 }
 
 func (p *plain) result() Result {
@@ -173,7 +166,7 @@ func (p *plain) readLine() (string, bool) {
 
 func (p *plain) printCLI() {
 	f := p.frame
-	p.printf("\n── %s [%s] ──\n", f.State, f.Status)
+	p.printf("\n%s %s [%s] %s\n", p.g.rule, f.State, f.Status, p.g.rule)
 	if p.cli.Prompt != "" {
 		p.printf("%s\n", p.cli.Prompt)
 	}
@@ -205,7 +198,7 @@ func (p *plain) printCLI() {
 
 // wait follows the stream while the run is processing.
 func (p *plain) wait() error {
-	p.printf("\n── %s [processing] ── %s\n", p.frame.State, p.frame.Hint)
+	p.printf("\n%s %s [processing] %s %s\n", p.g.rule, p.frame.State, p.g.rule, p.frame.Hint)
 	for it, err := range p.b.Stream(p.ctx, p.frame.RunID, &client.StreamOptions{LastEventID: p.frame.Version()}) {
 		if err != nil {
 			return err

@@ -83,7 +83,7 @@ func TestConfigWizardByKeys(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var started atomic.Value
 			tm := start(t, tui.Options{Backend: b, WorkflowID: "config-wizard-v1", OnRun: func(f *client.RunFrame) { started.Store(f.RunID) }})
-			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "1-9 pick", "1 keys")
+			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "1-9 pick · q quit")
 			tm.Type("1") // the option's key
 			// CONFIGURE: one option that takes input opens its form at once.
 			screen(t, tm, "Set value", "Enter your config value, then choose Save.", "1. Save [enter] value (string)", "Value (string):", "value (string):", "enter Save")
@@ -210,9 +210,9 @@ func TestPlainLoop(t *testing.T) {
 			}
 			got := out.String()
 			for _, want := range []string{
-				"── INITIAL [active] ──\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ",
+				"-- INITIAL [active] --\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ",
 				`[x] "2" is not an option here. Type 1, an action (start) or a key (1 for start).`,
-				"── CONFIGURE [active] ──\nSet value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
+				"-- CONFIGURE [active] --\nSet value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
 				"[x] Option 1 (Save, action save) needs input: value (string).",
 				`Type 1, an action (save) or a key (enter for save). save takes value (string): type "save <value>" or just the value.`,
 				"[ok] save -> CONFIRM",
@@ -254,7 +254,7 @@ func TestPlainProcessing(t *testing.T) {
 	if err != nil || r.State != "PAID" {
 		t.Fatalf("%+v %v\n%s", r, err, out.String())
 	}
-	for _, want := range []string{"── PAYING [processing] ──", "100% Paid", "-> PAID [completed]", "Milestones: Claim submitted -> Claim approved -> Paid"} {
+	for _, want := range []string{"-- PAYING [processing] --", "100% Paid", "-> PAID [completed]", "Milestones: Claim submitted -> Claim approved -> Paid"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}

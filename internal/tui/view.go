@@ -28,13 +28,16 @@ var styles = struct {
 }
 
 // glyphs are the marks the UI draws, in Unicode or ASCII.
-type glyphs struct{ pointer, check, cross, arrow, bullet string }
+type glyphs struct{ pointer, check, cross, arrow, bullet, rule string }
 
-func (m *Model) glyphs() glyphs {
-	if m.opts.ASCII {
-		return glyphs{pointer: ">", check: "[ok]", cross: "[x]", arrow: "->", bullet: "*"}
+func (m *Model) glyphs() glyphs { return glyphSet(m.opts.ASCII) }
+
+// glyphSet returns the marks in ASCII or Unicode.
+func glyphSet(ascii bool) glyphs {
+	if ascii {
+		return glyphs{pointer: ">", check: "[ok]", cross: "[x]", arrow: "->", bullet: "*", rule: "--"}
 	}
-	return glyphs{pointer: "›", check: "✔", cross: "✘", arrow: "→", bullet: "•"}
+	return glyphs{pointer: "›", check: "✔", cross: "✘", arrow: "→", bullet: "•", rule: "──"}
 }
 
 func (m *Model) wrap(s string, indent int) string {
@@ -178,7 +181,7 @@ func (m *Model) help() string {
 	case modeSelect:
 		var keys []string
 		for _, o := range m.cli.Options {
-			if k := normKey(o.Keys); k != "" && !strings.Contains(k, " ") && k != "enter" {
+			if k := normKey(o.Keys); k != "" && !strings.Contains(k, " ") && k != "enter" && (k < "0" || k > "9") {
 				keys = append(keys, k)
 			}
 		}
