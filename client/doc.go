@@ -32,6 +32,17 @@
 // Last-Event-ID so that no frame is lost or repeated, and it stops after a
 // terminal frame.
 //
+// # The OIP ledger
+//
+// *Client also speaks to the server's OIP dispatch ledger under /api/:
+// Dispatch and DispatchJSON append directory rows and invocations and
+// return receipts, Invoke records (and, where allowed, executes) an
+// invocation of a row, Receipt, Latest and History replay records,
+// Directory and DirectoryRows list the current rows, Command builds a row's
+// exact argv, and Checkpoint, LedgerKey, Proof, Consistency and
+// VerifyReceipt give (and check) the ledger's signed checkpoints and
+// Merkle proofs. These use package oip's types.
+//
 // # Errors
 //
 // Every error from the server (and from the local engine) is an *Error that
