@@ -127,6 +127,12 @@ type StreamOptions struct {
 	Backoff time.Duration
 	// MaxBackoff caps the wait between reconnects (0 = DefaultMaxBackoff).
 	MaxBackoff time.Duration
+	// IdleTimeout is how long a connection may stay silent (no frame,
+	// progress or heartbeat line) before it is taken for dead and the
+	// stream reconnects; servers send heartbeats well within it
+	// (0 = DefaultIdleTimeout; < 0 = wait forever). The local backend has
+	// no connection and ignores it.
+	IdleTimeout time.Duration
 }
 
 // Stream defaults.
@@ -134,6 +140,7 @@ const (
 	DefaultStreamRetries = 8
 	DefaultBackoff       = 100 * time.Millisecond
 	DefaultMaxBackoff    = 5 * time.Second
+	DefaultIdleTimeout   = 90 * time.Second
 )
 
 func (o *StreamOptions) withDefaults() StreamOptions {
@@ -152,6 +159,9 @@ func (o *StreamOptions) withDefaults() StreamOptions {
 	}
 	if s.MaxBackoff <= 0 {
 		s.MaxBackoff = DefaultMaxBackoff
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = DefaultIdleTimeout
 	}
 	return s
 }

@@ -313,3 +313,38 @@ func TestScopedBaseURL(t *testing.T) {
 	_, err := c.Frame(ctx(t), other.RunID)
 	wantError(t, err, 404, "does not belong")
 }
+
+// A connection that goes silent (a proxy that dropped it without a word) is
+// abandoned after IdleTimeout and resumed.
+func TestStreamIdleTimeout(t *testing.T) {
+	var calls atomic.Int32
+	var lastIDs sync.Map
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		lastIDs.Store(n, r.Header.Get("Last-Event-ID"))
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		if n == 1 {
+			io.WriteString(w, `{"id":1,"run_id":"r","workflow_id":"w","state":"A","status":"active","hint":"","next_states":[]}`+"\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // then silence
+			return
+		}
+		io.WriteString(w, `{"id":2,"run_id":"r","workflow_id":"w","state":"B","status":"completed","hint":"","next_states":[]}`+"\n")
+	}))
+	defer ts.Close()
+	c := must(client.New(ts.URL, nil))(t)
+	var states []string
+	t0 := time.Now()
+	for it, err := range c.Stream(ctx(t), "r", &client.StreamOptions{IdleTimeout: 100 * time.Millisecond, Backoff: time.Millisecond}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, it.Frame.State)
+	}
+	if !slices.Equal(states, []string{"A", "B"}) || calls.Load() != 2 || time.Since(t0) > 5*time.Second {
+		t.Fatalf("states %v after %d calls", states, calls.Load())
+	}
+	if v, _ := lastIDs.Load(int32(2)); v != "1" {
+		t.Fatalf("the reconnect sent Last-Event-ID %v", v)
+	}
+}

@@ -40,7 +40,7 @@ func (c *Client) Stream(ctx context.Context, runID string, opts *StreamOptions) 
 		st := &streamState{last: o.LastEventID, resume: o.LastEventID > 0}
 		failures := 0
 		for {
-			got, err := c.streamOnce(ctx, p, st, yield)
+			got, err := c.streamOnce(ctx, p, st, o.IdleTimeout, yield)
 			if st.stop {
 				return
 			}
@@ -106,12 +106,21 @@ func sleepBackoff(ctx context.Context, o StreamOptions, failures int) bool {
 // streamOnce reads one connection. got reports whether it delivered
 // anything new (a frame, progress or a heartbeat; an end line alone does not
 // count, so a server that keeps ending streams at once exhausts the retries).
-func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, yield func(StreamItem, error) bool) (got bool, err error) {
+func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, idle time.Duration, yield func(StreamItem, error) bool) (got bool, err error) {
 	h := http.Header{"Accept": {"application/x-ndjson"}}
 	if st.resume {
 		h.Set("Last-Event-ID", strconv.FormatInt(st.last, 10))
 	}
-	resp, err := c.send(ctx, http.MethodGet, p, nil, h)
+	// The connection's own context: cancelled when it stays silent too long.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	alive := func() {}
+	if idle > 0 {
+		t := time.AfterFunc(idle, cancel)
+		defer t.Stop()
+		alive = func() { t.Reset(idle) }
+	}
+	resp, err := c.send(cctx, http.MethodGet, p, nil, h)
 	if err != nil {
 		return false, err
 	}
@@ -123,6 +132,7 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, yiel
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	for sc.Scan() {
+		alive()
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
@@ -162,6 +172,9 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, yiel
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return got, fmt.Errorf("the stream was silent for %s: %w", idle, err)
+		}
 		return got, fmt.Errorf("reading the stream: %w", err)
 	}
 	return got, io.ErrUnexpectedEOF
