@@ -2,18 +2,271 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
+	"github.com/asmp-dev/asmp/oip/command"
 	oipexec "github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/protocol"
 )
+
+func init() { register(newInvokeCmd) }
+
+// Exit codes of asmp invoke for executions that did not succeed.
+const (
+	exitInvokeFailed  = 2 // the command ran and failed
+	exitInvokeRefused = 3 // the invocation was refused: nothing ran
+)
+
+// invokeResult is the --json output of asmp invoke.
+type invokeResult struct {
+	// Receipt is the server's receipt: the invocation's, or with
+	// --execute the result's, carrying the outcome.
+	Receipt *oip.Receipt `json:"receipt"`
+	// Invocation is the inv_ID of the invocation record (the attempt, for
+	// an execution): what --replay-of takes. Absent when the record could
+	// not be read.
+	Invocation string `json:"invocation,omitempty"`
+	// Command is the constructed command, from the invocation record
+	// (absent when the record could not be read).
+	Command *command.Command `json:"command,omitempty"`
+}
+
+func newInvokeCmd(env *Env) *cobra.Command {
+	var (
+		server, input, key, replayOf string
+		execute, asJSON              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "invoke ROW_KEY --input JSON [--execute]",
+		Short: "Invoke a directory row: record the command, or run it with --execute",
+		Long: `Record an invocation of the directory row ROW_KEY (its current version) in the
+OIP ledger: the server builds the command from --input and records it. With
+--execute the server also runs it (only with --allow-exec, an allowlisted
+program and a token holding the exec scope) and waits for the outcome:
+class (succeeded, failed, refused), exit code, duration, and the heads of
+stdout and stderr with their full sizes and SHA-256.
+
+The invocation gets its own ledger key: --key, else ROW_KEY:inv:TIME:RANDOM.
+--replay-of links it to an earlier invocation's inv_ID. Invalid input or
+missing authority are recorded as refused, not dropped.
+
+The server is --server, else $ASMP_URL; the token is $ASMP_TOKEN. Exit
+status: 0 when recorded (and, with --execute, succeeded), 2 when the
+command failed, 3 when the invocation was refused, 1 on any other error.`,
+		Example: `  asmp invoke number-facts.factor --input '{"numbers": [360, 17]}'
+  asmp invoke number-facts.factor --input '{"numbers": [360]}' --execute
+  asmp invoke number-facts.multiply --input @in.json --execute --key mult-1 --json
+  asmp invoke number-facts.multiply --input '{"a": 6, "b": 7}' --execute --replay-of inv_01J…`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			fail := func(err error) error { return agentError(out, asJSON, err) }
+			if server == "" {
+				server = agentGetenv(env)("ASMP_URL")
+			}
+			if server == "" {
+				return fail(errors.New("no server: give --server URL or set ASMP_URL"))
+			}
+			in := map[string]any{}
+			if input != "" {
+				m, err := readInputFlag(env, input)
+				if err != nil {
+					return fail(err)
+				}
+				in = m
+			}
+			if key == "" {
+				key = invocationKey(args[0])
+			}
+			opts := &client.Options{Token: agentGetenv(env)("ASMP_TOKEN"), UserAgent: "asmp/" + version()}
+			if execute {
+				opts.Timeout = -1 // the server bounds the execution by its timeout
+			}
+			c, err := client.New(server, opts)
+			if err != nil {
+				return fail(err)
+			}
+			ctx := cmd.Context()
+			rc, err := c.Invoke(ctx, key, client.Invocation{ObjectKey: args[0], Input: in, Execute: execute, ReplayOf: replayOf})
+			if err != nil {
+				return fail(err)
+			}
+			res := invokeResult{Receipt: rc}
+			res.Invocation, res.Command = invocationOf(ctx, c, rc)
+			if asJSON {
+				if err := writeJSON(out, res); err != nil {
+					return err
+				}
+			} else {
+				writeInvocation(out, key, res)
+			}
+			return invokeExit(rc)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&server, "server", "", "ASMP server base URL (default: $ASMP_URL)")
+	fl.StringVar(&input, "input", "", "the row's input: a JSON object keyed by its arg and flag names, @FILE, or - for stdin")
+	fl.BoolVar(&execute, "execute", false, "run the command and wait for its outcome (the server needs --allow-exec and the token the exec scope)")
+	fl.StringVar(&key, "key", "", "the invocation's ledger key (default: ROW_KEY:inv:TIME:RANDOM)")
+	fl.StringVar(&replayOf, "replay-of", "", "the inv_ID of an earlier invocation this one replays")
+	fl.BoolVar(&asJSON, "json", false, `print {"receipt": …, "invocation": inv_ID, "command": …} as JSON instead of text`)
+	return cmd
+}
+
+// readInputFlag reads --input: inline JSON, @FILE, or - for stdin.
+func readInputFlag(env *Env, v string) (map[string]any, error) {
+	var b []byte
+	var err error
+	switch {
+	case v == "-":
+		if env.Stdin == nil {
+			return nil, errors.New("--input -: no standard input")
+		}
+		b, err = io.ReadAll(io.LimitReader(env.Stdin, 1<<20))
+	case strings.HasPrefix(v, "@"):
+		b, err = os.ReadFile(v[1:])
+	default:
+		b = []byte(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--input: %w", err)
+	}
+	m, err := protocol.DecodeObject(b, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--input must be a JSON object keyed by the row's arg and flag names: %s", protocol.ErrorHint(err))
+	}
+	return m, nil
+}
+
+// invocationKey returns a fresh ledger key for an invocation of row:
+// ROW:inv:YYYYMMDDTHHMMSSZ:8 hex digits, cut to 128 characters.
+func invocationKey(row string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	suffix := ":inv:" + time.Now().UTC().Format("20060102T150405Z") + ":" + hex.EncodeToString(b[:])
+	if len(row)+len(suffix) > 128 {
+		row = row[:128-len(suffix)]
+	}
+	return row + suffix
+}
+
+// invocationOf reads the invocation record (the receipt's own, or the
+// attempt a result belongs to) and returns its inv_ID and command; "" and
+// nil when it cannot be read (for example without the read scope).
+func invocationOf(ctx context.Context, c *client.Client, rc *oip.Receipt) (string, *command.Command) {
+	rec, err := c.Receipt(ctx, rc.InvID)
+	if err != nil {
+		return "", nil
+	}
+	if rec.ResultOf != "" {
+		if rec, err = c.Receipt(ctx, rec.ResultOf); err != nil {
+			return "", nil
+		}
+	}
+	var body struct {
+		Command *command.Command `json:"command"`
+	}
+	_ = json.Unmarshal(rec.Body, &body)
+	return rec.InvID, body.Command
+}
+
+// writeInvocation prints a receipt for people.
+func writeInvocation(out io.Writer, key string, res invokeResult) {
+	rc := res.Receipt
+	fmt.Fprintf(out, "Receipt:  %s (key %s, seq %d)\n", rc.InvID, key, rc.Seq)
+	if res.Invocation != "" && res.Invocation != rc.InvID {
+		fmt.Fprintf(out, "Attempt:  %s (replay it with --replay-of %s)\n", res.Invocation, res.Invocation)
+	}
+	if res.Command != nil {
+		fmt.Fprintf(out, "Command:  %s   [%s]\n", res.Command.Line, res.Command.Method)
+	}
+	o := rc.Outcome
+	if o == nil {
+		fmt.Fprintln(out, "Not executed (add --execute to run it).")
+		return
+	}
+	line := "Outcome:  " + o.Class
+	if o.ExitCode != nil {
+		line += ", exit code " + strconv.Itoa(*o.ExitCode)
+	}
+	if o.Class != oip.OutcomeRefused {
+		line += ", " + (time.Duration(o.DurationMS) * time.Millisecond).String()
+	}
+	fmt.Fprintln(out, line)
+	if o.Reason != "" {
+		fmt.Fprintf(out, "Reason:   %s\n", o.Reason)
+	}
+	writeStreamHead(out, "Stdout", o.Stdout)
+	writeStreamHead(out, "Stderr", o.Stderr)
+	if len(o.Output) > 0 {
+		fmt.Fprintf(out, "Output:   %s\n", textHead(string(o.Output), 2000, 1))
+	}
+}
+
+// writeStreamHead prints the first lines of a captured stream.
+func writeStreamHead(out io.Writer, name string, s *oip.Stream) {
+	if s == nil || (s.Size == 0 && name == "Stderr") {
+		return
+	}
+	kept := ""
+	if s.Truncated {
+		kept = ", truncated"
+	}
+	fmt.Fprintf(out, "%s:   %d bytes%s, sha256 %s\n", name, s.Size, kept, s.SHA256)
+	if s.Text == "" {
+		return
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(textHead(s.Text, 4000, 20), "\n"), "\n") {
+		fmt.Fprintf(out, "  | %s\n", l)
+	}
+}
+
+// textHead returns at most max bytes and lines of s, marked when cut.
+func textHead(s string, max, lines int) string {
+	cut := false
+	if len(s) > max {
+		s, cut = s[:max], true
+		s = strings.ToValidUTF8(s, "")
+	}
+	if ls := strings.SplitAfter(s, "\n"); len(ls) > lines && !(len(ls) == lines+1 && ls[lines] == "") {
+		s, cut = strings.Join(ls[:lines], ""), true
+	}
+	if cut {
+		s = strings.TrimSuffix(s, "\n") + " …\n"
+	}
+	return s
+}
+
+// invokeExit maps the outcome to the exit status.
+func invokeExit(rc *oip.Receipt) error {
+	if rc.Outcome == nil {
+		return nil
+	}
+	switch rc.Outcome.Class {
+	case oip.OutcomeSucceeded:
+		return nil
+	case oip.OutcomeRefused:
+		return &exitError{code: exitInvokeRefused, err: fmt.Errorf("the invocation was refused: %s", rc.Outcome.Reason)}
+	default:
+		return &exitError{code: exitInvokeFailed, err: fmt.Errorf("the command failed: %s", rc.Outcome.Reason)}
+	}
+}
 
 // The server side of invocations: the execution flags of asmp serve, the
 // executor built from them, and the example rows dispatched at start-up.
