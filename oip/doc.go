@@ -51,4 +51,14 @@
 // of class "refused" and still answered with 201. Execution itself is
 // delegated to an Executor: the attempt is recorded first, then the
 // result as an invocation_result record whose result_of is the attempt.
+// Package oip/exec is the sandboxed Executor; an execution outlives its
+// caller's context unless that was marked with CancelExecution.
+//
+// # Workflows
+//
+// Invoker implements engine.RowInvoker on a Service: workflow tools and
+// background tasks bound to directory rows dispatch executed invocations
+// through it, so they are recorded like any other (see Invoker for their
+// keys, principals and replay links). EnsureRow installs a row only when
+// it changed.
 package oip
