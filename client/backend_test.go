@@ -469,3 +469,38 @@ func TestStreamStopsEarly(t *testing.T) {
 		}
 	})
 }
+
+// A reader that falls far behind (more than the server's subscriber
+// buffer) still gets every frame exactly once, in order.
+func TestStreamSlowReaderLosesNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, f *fixture) {
+		ctx := ctx(t)
+		run := must(f.b.StartRun(ctx, "loop-v1", nil))(t)
+		const ticks = 400 // > engine.DefaultSubscriberBuffer
+		var ids []int64
+		for it, err := range f.b.Stream(ctx, run.RunID, &client.StreamOptions{Backoff: time.Millisecond}) {
+			if err != nil {
+				t.Fatalf("after %d frames: %v", len(ids), err)
+			}
+			if it.Frame == nil {
+				continue
+			}
+			ids = append(ids, it.Frame.ID)
+			if len(ids) == 1 {
+				// Do not read while the run races ahead.
+				for range ticks {
+					must(f.b.Transition(ctx, run.RunID, "tick", nil, nil))(t)
+				}
+				must(f.b.Transition(ctx, run.RunID, "finish", nil, nil))(t)
+			}
+		}
+		if len(ids) != ticks+2 {
+			t.Fatalf("%d frames, want %d", len(ids), ticks+2)
+		}
+		for i, id := range ids {
+			if id != int64(i+1) {
+				t.Fatalf("frame %d has id %d", i, id)
+			}
+		}
+	})
+}

@@ -248,6 +248,7 @@ func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) i
 		failures := 0
 		for {
 			sub := l.e.Hub().Subscribe(runID)
+			before := last
 			done, err := l.follow(ctx, runID, sub, &last, &resume, yield)
 			sub.Close()
 			if done {
@@ -256,6 +257,9 @@ func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) i
 			if err != nil {
 				yield(StreamItem{}, err)
 				return
+			}
+			if last > before {
+				failures = 0 // it delivered: a drop of a slow reader, not a failure
 			}
 			failures++
 			if failures > o.MaxRetries {
