@@ -457,7 +457,8 @@ func TestAllowlistResolution(t *testing.T) {
 }
 
 func TestConcurrencyBound(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"sleep"}, Concurrency: 1})
+	dir := t.TempDir()
+	l := newLedger(t, &exec.Options{Allow: []string{"sleep"}, Concurrency: 1, Dir: dir})
 	l.row("slow", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":1.5}`)
 	l.row("quick", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":0.2}`)
 	var wg sync.WaitGroup
@@ -467,7 +468,15 @@ func TestConcurrencyBound(t *testing.T) {
 		l.invoke("slow", map[string]any{"s": 30})
 	})
 	<-started
-	time.Sleep(200 * time.Millisecond)
+	// The slow one holds the slot once its working directory exists.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow execution never started")
+		}
+	}
 	o := l.invoke("quick", map[string]any{"s": 0})
 	if o.Outcome.Class != oip.OutcomeRefused || !strings.Contains(o.Outcome.Reason, "slot") {
 		t.Fatalf("busy: %+v", o.Outcome)
