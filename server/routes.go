@@ -315,6 +315,9 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
+	// A row-bound tool may run a command for as long as its row allows:
+	// the answer must not be cut off by the server's write timeout.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	res, err := s.e.InvokeTool(r.Context(), run.ID, r.PathValue("tool"), input, engine.ToolOptions{Actor: c.actor.Name, Scopes: c.actor.Scopes})
 	if err != nil {
 		return err

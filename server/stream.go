@@ -113,6 +113,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) error {
 		if done := s.catchUp(r.Context(), sw, run, c.base); done || sw.err != nil {
 			return nil
 		}
+		// Resumed at (or past) the run's terminal event: nothing is left to send.
+		if cur, err := s.e.GetRun(r.Context(), run.ID); err == nil && protocol.Terminal(cur.Status()) && sw.last >= cur.Version {
+			return nil
+		}
 	} else {
 		cur, err := s.e.GetRun(r.Context(), run.ID)
 		if err != nil {

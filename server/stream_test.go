@@ -173,6 +173,9 @@ func TestStreamResumeWithLastEventID(t *testing.T) {
 			}
 			re.ended(t, 2*time.Second)
 		}
+		// Resuming at the terminal event of a finished run ends at once.
+		done := e.openStream("/runs/"+id+"/stream", "Last-Event-ID", "4")
+		done.ended(t, 2*time.Second)
 		// X-Run-Id and Mcp-Session-Id name the run on GET /stream.
 		for _, hdr := range []string{"X-Run-Id", "Mcp-Session-Id"} {
 			re := e.openStream("/stream", hdr, id, "Last-Event-ID", "3")
