@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,7 +43,7 @@ type serveFlags struct {
 	maxBody    int64
 	defaultWF  string
 	tokens     []string
-	rateLimit  float64
+	rateLimit  string
 	rateBurst  int
 	maxStreams int
 	maxDepth   int
@@ -88,7 +89,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
 	fl.StringVar(&f.defaultWF, "default-workflow", "", "workflow used when POST /runs names none (default: the first)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "bearer token NAME=SECRET[:SCOPE,...] (repeatable; also ASMP_TOKENS, entries separated by ';'; scopes read,runs,dispatch,exec; none = all)")
-	fl.Float64Var(&f.rateLimit, "rate-limit", -1, "requests per second per client before 429 (0 = off; default: off on loopback, 50 otherwise)")
+	fl.StringVar(&f.rateLimit, "rate-limit", "auto", "requests per second per client before 429; 0 = off; auto = off on loopback, 50 otherwise")
 	fl.IntVar(&f.rateBurst, "rate-burst", 0, "requests a client may send at once (default: twice --rate-limit)")
 	fl.IntVar(&f.maxStreams, "max-streams", 64, "open streams per client (0 = no limit)")
 	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
@@ -193,10 +194,16 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if !loopback && tokens.Len() == 0 && !f.insecure {
 		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Give it tokens (--token NAME=SECRET), listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
 	}
-	if f.rateLimit < 0 {
-		f.rateLimit = 0
+	rateLimit := 0.0
+	switch f.rateLimit {
+	case "auto":
 		if !loopback {
-			f.rateLimit = 50
+			rateLimit = 50
+		}
+	default:
+		rateLimit, err = strconv.ParseFloat(f.rateLimit, 64)
+		if err != nil || rateLimit < 0 {
+			return fmt.Errorf("--rate-limit %q: use auto, 0 (off) or requests per second", f.rateLimit)
 		}
 	}
 	var eng *engine.Engine
@@ -235,7 +242,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		Heartbeat:           f.heartbeat,
 		Logger:              log,
 		API:                 ledger.Handler(),
-		RateLimit:           f.rateLimit,
+		RateLimit:           rateLimit,
 		RateBurst:           f.rateBurst,
 		MaxStreamsPerClient: f.maxStreams,
 	}
