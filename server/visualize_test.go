@@ -1,0 +1,55 @@
+package server_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestVisualize(t *testing.T) {
+	e := start(t, setup{})
+	id := e.startRun("").RunID
+	frame(t, e.fire(id, "start", nil), 200)
+	r := e.do("GET", "/visualize?run_id="+id, nil)
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("visualize: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	page := string(r.body)
+	// The current state is highlighted, and only it.
+	if !regexp.MustCompile(`<g class="state current" data-state="CONFIGURE">`).MatchString(page) || strings.Count(page, "state current") != 1 {
+		t.Fatalf("CONFIGURE is not the one highlighted state:\n%s", page)
+	}
+	for _, st := range []string{"INITIAL", "CONFIRM", "DONE", "CANCELLED"} {
+		if !strings.Contains(page, `data-state="`+st+`"`) {
+			t.Errorf("state %s missing from the diagram", st)
+		}
+	}
+	for _, label := range []string{">start<", ">save {value}<", ">confirm<", ">cancel<"} {
+		if !strings.Contains(page, label) {
+			t.Errorf("transition label %s missing", label)
+		}
+	}
+	// Works offline: nothing is loaded from anywhere.
+	for _, bad := range []string{"<script", "src=\"http", "href=\"http://cdn", "@import", "<link"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page loads external content (%s)", bad)
+		}
+	}
+	if !strings.Contains(r.header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Errorf("CSP = %q", r.header.Get("Content-Security-Policy"))
+	}
+	// A workflow without a run; unknown workflow or run are 404 with hints.
+	if r := e.do("GET", "/visualize?workflow_id=expense-approval-v1", nil); r.status != 200 || !strings.Contains(string(r.body), `data-state="PAYING"`) || strings.Contains(string(r.body), "state current") {
+		t.Fatalf("workflow diagram: %d", r.status)
+	}
+	if r := e.do("GET", "/visualize?workflow_id=nope-v1", nil); r.status != 404 || !strings.Contains(r.hint(t), "Workflow not found") {
+		t.Fatalf("unknown workflow: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/visualize?run_id=nope", nil); r.status != 404 {
+		t.Fatalf("unknown run: %d", r.status)
+	}
+	// Hostile hints and labels are escaped.
+	if strings.Contains(page, "<title>Start the config wizard.</title>") == false {
+		t.Errorf("state hints are shown as tooltips")
+	}
+}
