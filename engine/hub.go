@@ -53,8 +53,8 @@ func (s *Subscription) Close() { s.hub.remove(s, false) }
 // Hub fans a run's messages out to its subscribers in-process. Publishing
 // never blocks: a subscriber whose buffer is full is dropped.
 type Hub struct {
-	mu     sync.RWMutex
-	subs   map[string]map[*Subscription]struct{}
+	mu      sync.RWMutex
+	subs    map[string]map[*Subscription]struct{}
 	n       int // live subscriptions
 	buffer  int // channel capacity per subscription
 	onEmpty func(runID string)
