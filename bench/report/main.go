@@ -125,7 +125,7 @@ func load(path string) (*results, error) {
 			r.mem[fs[1]] = kv(fs[2])
 		case "gobench":
 			pkg := fs[1]
-			line := strings.Fields(fs[2])
+			line := strings.Fields(strings.Join(fs[2:], " "))
 			if len(line) < 4 {
 				continue
 			}

@@ -29,7 +29,7 @@ func scanRecord(sc scanner) (store.LedgerRecord, error) {
 // AppendLedger implements store.Store.
 func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
 	var out store.LedgerRecord
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		var p store.LedgerPrev
 		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger`).Scan(&p.Seq); err != nil {
 			return fmt.Errorf("sqlite: ledger seq: %w", err)
@@ -68,7 +68,7 @@ func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.L
 
 // LedgerRecord implements store.Store.
 func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRecord, error) {
-	r, err := scanRecord(s.rdb.QueryRowContext(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE inv_id = ?`, invID))
+	r, err := scanRecord(s.queryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE inv_id = ?`, invID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("sqlite: record %s: %w", invID, store.ErrNotFound)
 	}
@@ -79,7 +79,7 @@ func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRec
 }
 
 func (s *Store) records(ctx context.Context, query string, args ...any) ([]store.LedgerRecord, error) {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: ledger: %w", err)
 	}
@@ -112,7 +112,7 @@ func (s *Store) LedgerRange(ctx context.Context, from, to int64) ([]store.Ledger
 // LedgerSize implements store.Store.
 func (s *Store) LedgerSize(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&n)
 	return n, err
 }
 
@@ -128,7 +128,7 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 
 // ReplayedBy implements store.Store.
 func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT inv_id FROM ledger WHERE replay_of = ? ORDER BY seq`, invID)
+	rows, err := s.query(ctx, `SELECT inv_id FROM ledger WHERE replay_of = ? ORDER BY seq`, invID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: replayed by: %w", err)
 	}

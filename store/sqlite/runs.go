@@ -66,7 +66,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if c.Run.Version != 1 {
 		return fmt.Errorf("sqlite: a new run must have version 1, not %d", c.Run.Version)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		r := c.Run
 		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
@@ -77,12 +77,12 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
 		}
-		return applyRest(tx, c)
+		return s.applyRest(tx, c)
 	})
 }
 
 // applyRest writes the commit's event and task changes.
-func applyRest(tx *sql.Tx, c store.Commit) error {
+func (s *Store) applyRest(tx wtx, c store.Commit) error {
 	e := c.Event
 	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -109,7 +109,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	var r store.Run
 	var data, ms string
 	var created, updated int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs WHERE id = ?`, id).
+	err := s.queryRow(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs WHERE id = ?`, id).
 		Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
@@ -133,7 +133,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 	if c.Run.Version != expected+1 {
 		return fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		r := c.Run
 		res, err := tx.Exec(`UPDATE runs SET state = ?, status = ?, data = ?, milestones = ?, error = ?, version = ?, updated_at = ?
 			WHERE id = ? AND version = ?`,
@@ -149,7 +149,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 			}
 			return fmt.Errorf("sqlite: run %s at version %d, expected %d: %w", r.ID, v, expected, store.ErrConflict)
 		}
-		return applyRest(tx, c)
+		return s.applyRest(tx, c)
 	})
 }
 
@@ -158,7 +158,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error
+	rows, err := s.query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error
 		FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: events: %w", err)
@@ -184,7 +184,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	}
 	if len(out) == 0 {
 		var one int
-		err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
+		err := s.queryRow(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: run %s: %w", runID, store.ErrNotFound)
 		}
@@ -197,7 +197,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 
 // CountRuns implements store.Store.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	rows, err := s.query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: count runs: %w", err)
 	}
@@ -218,7 +218,7 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (store.Task, bool, error) {
 	var t store.Task
 	var found bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		var leaseUntil, created, updated int64
 		err := tx.QueryRow(`SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until FROM tasks
 			WHERE status = 'pending' OR (status = 'running' AND lease_until < ?)
@@ -247,7 +247,7 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 }
 
 func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args ...any) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		res, err := tx.Exec(query, args...)
 		if err != nil {
 			return fmt.Errorf("sqlite: task %s: %w", id, err)
@@ -275,7 +275,7 @@ func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 
 // FinishTask implements store.Store.
 func (s *Store) FinishTask(ctx context.Context, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		var one int
 		if err := tx.QueryRow(`SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: task %s: %w", id, store.ErrNotFound)
@@ -288,6 +288,6 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 // PendingTasks implements store.Store.
 func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status != 'done'`).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status != 'done'`).Scan(&n)
 	return n, err
 }

@@ -37,18 +37,25 @@ const MaxBatch = 256
 // Store is a SQLite-backed store.Store.
 type Store struct {
 	path   string
-	wdb    *sql.DB // exactly one connection: the writer's
-	rdb    *sql.DB // readers
+	wdb    *sql.DB   // exactly one connection: the writer's
+	wconn  *sql.Conn // that connection, held by the writer goroutine
+	rdb    *sql.DB   // readers
 	writes chan *writeReq
 	done   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
+	// Statements prepared once: wstmts on the writer's connection (used
+	// only by the writer goroutine), rstmts on the readers' pool. SQLite
+	// parses a statement in about as long as it runs a small one, so
+	// preparing on every call doubled the cost of each read and write.
+	wstmts map[string]*sql.Stmt
+	rstmts sync.Map // query -> *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
 
 type writeReq struct {
-	fn  func(tx *sql.Tx) error
+	fn  func(tx wtx) error
 	err chan error
 }
 
@@ -90,7 +97,13 @@ func Open(path string) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(8)
 	rdb.SetMaxIdleConns(8)
-	s := &Store{path: abs, wdb: wdb, rdb: rdb, writes: make(chan *writeReq, MaxBatch), done: make(chan struct{})}
+	wconn, err := wdb.Conn(context.Background())
+	if err != nil {
+		rdb.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{path: abs, wdb: wdb, wconn: wconn, rdb: rdb, writes: make(chan *writeReq, MaxBatch), done: make(chan struct{}), wstmts: map[string]*sql.Stmt{}}
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -146,7 +159,7 @@ func migrate(db *sql.DB) error {
 
 // write runs fn in the writer's transaction (inside its own savepoint) and
 // returns once the transaction holding it is durable, or fn's error.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 	req := &writeReq{fn: fn, err: make(chan error, 1)}
 	select {
 	case <-s.done:
@@ -201,33 +214,35 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			r.err <- err
 		}
 	}
-	tx, err := s.wdb.Begin()
-	if err != nil {
+	tx := wtx{s}
+	rollback := func() { _, _ = tx.Exec(`ROLLBACK`) }
+	if _, err := tx.Exec(`BEGIN IMMEDIATE`); err != nil {
 		fail(fmt.Errorf("sqlite: begin: %w", err))
 		return
 	}
 	results := make([]error, len(batch))
 	for i, r := range batch {
 		if _, err := tx.Exec(`SAVEPOINT op`); err != nil {
-			tx.Rollback()
+			rollback()
 			fail(fmt.Errorf("sqlite: savepoint: %w", err))
 			return
 		}
 		results[i] = r.fn(tx)
 		if results[i] != nil {
 			if _, err := tx.Exec(`ROLLBACK TO op`); err != nil {
-				tx.Rollback()
+				rollback()
 				fail(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
 				return
 			}
 		}
 		if _, err := tx.Exec(`RELEASE op`); err != nil {
-			tx.Rollback()
+			rollback()
 			fail(fmt.Errorf("sqlite: release savepoint: %w", err))
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := tx.Exec(`COMMIT`); err != nil {
+		rollback() // a failed COMMIT may leave the transaction open
 		fail(fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
@@ -240,6 +255,14 @@ func (s *Store) commitBatch(batch []*writeReq) {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.done) })
 	s.wg.Wait()
+	for _, st := range s.wstmts {
+		st.Close()
+	}
+	s.wconn.Close()
+	s.rstmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
 	err1 := s.rdb.Close()
 	err2 := s.wdb.Close()
 	return errors.Join(err1, err2)
@@ -248,4 +271,73 @@ func (s *Store) Close() error {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.rdb.PingContext(ctx)
+}
+
+// wtx is the writer's open transaction, as write functions see it: the
+// writer's connection, on which BEGIN IMMEDIATE has run, with statements
+// prepared once per query. Only the writer goroutine uses it.
+type wtx struct{ s *Store }
+
+// Exec executes query with args in the transaction.
+func (tx wtx) Exec(query string, args ...any) (sql.Result, error) {
+	st, err := tx.s.wstmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.Exec(args...)
+}
+
+// QueryRow runs a query of one row in the transaction.
+func (tx wtx) QueryRow(query string, args ...any) *sql.Row {
+	st, err := tx.s.wstmt(query)
+	if err != nil {
+		return tx.s.wconn.QueryRowContext(context.Background(), query, args...)
+	}
+	return st.QueryRow(args...)
+}
+
+func (s *Store) wstmt(query string) (*sql.Stmt, error) {
+	if st, ok := s.wstmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.wconn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	s.wstmts[query] = st
+	return st, nil
+}
+
+// queryRow runs a one-row query on the readers' pool through a statement
+// prepared once.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.rstmt(query)
+	if err != nil {
+		return s.rdb.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// query runs a query on the readers' pool through a statement prepared once.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.rstmt(query)
+	if err != nil {
+		return s.rdb.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (s *Store) rstmt(query string) (*sql.Stmt, error) {
+	if st, ok := s.rstmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.rdb.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.rstmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
 }
