@@ -5,6 +5,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -26,9 +27,102 @@ type Store struct {
 	lmu    sync.Mutex // serialises ledger appends
 }
 
+// runEntry is one run: its event log and, only when it cannot be derived
+// from the log, its current value. A run's value is nearly always exactly
+// its last event's snapshot, seq and time plus its first event's time (the
+// engine commits them so), and storing it again doubled the memory of a
+// freshly created run. The run's id is its key in Store.runs.
 type runEntry struct {
-	run    store.Run
-	events []store.Event
+	wf     string
+	events []event
+	run    *store.Run // the current value when derived() would differ from it
+}
+
+// event is a store.Event without what its run's entry already knows: the
+// run id (the entry's key) and the seq (its index + 1: seqs are 1, 2, 3, …).
+// Its time is kept as Unix nanoseconds when that gives back exactly the
+// same time.Time (UTC, no monotonic reading: what the engine stores), else
+// in full.
+type event struct {
+	unix   int64
+	full   *time.Time // the time when unix cannot reproduce it exactly
+	kind   string
+	action string
+	from   string
+	to     string
+	actor  string
+	snap   store.Snapshot
+}
+
+func newEvent(ev store.Event) event {
+	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, snap: ev.Snapshot}
+	if n := ev.Time.UnixNano(); time.Unix(0, n).UTC() == ev.Time {
+		e.unix = n
+	} else {
+		t := ev.Time
+		e.full = &t
+	}
+	return e
+}
+
+func (e *event) time() time.Time {
+	if e.full != nil {
+		return *e.full
+	}
+	return time.Unix(0, e.unix).UTC()
+}
+
+func (e *event) public(runID string, seq int64) store.Event {
+	return store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor, Snapshot: e.snap}
+}
+
+// current returns the value of run id.
+func (e *runEntry) current(id string) store.Run {
+	if e.run != nil {
+		return *e.run
+	}
+	return e.derived(id)
+}
+
+// derived is the value of run id as its event log tells it.
+func (e *runEntry) derived(id string) store.Run {
+	last := &e.events[len(e.events)-1]
+	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(len(e.events)), CreatedAt: e.events[0].time(), UpdatedAt: last.time()}
+}
+
+// set makes r the run's current value, kept explicitly only when the log
+// does not already say exactly r.
+func (e *runEntry) set(r store.Run) {
+	if sameRun(r, e.derived(r.ID)) {
+		e.run = nil
+		return
+	}
+	e.run = &r
+}
+
+func (e *runEntry) version() int64 {
+	if e.run != nil {
+		return e.run.Version
+	}
+	return int64(len(e.events))
+}
+
+func (e *runEntry) status() string {
+	if e.run != nil {
+		return e.run.Status
+	}
+	return e.events[len(e.events)-1].snap.Status
+}
+
+// sameRun reports whether a and b are exactly equal: equal strings, times
+// equal with ==, and byte and string slices with equal content and equal
+// nil-ness.
+func sameRun(a, b store.Run) bool {
+	return a.ID == b.ID && a.WorkflowID == b.WorkflowID && a.Version == b.Version &&
+		a.CreatedAt == b.CreatedAt && a.UpdatedAt == b.UpdatedAt &&
+		a.State == b.State && a.Status == b.Status && a.Error == b.Error &&
+		(a.Data == nil) == (b.Data == nil) && string(a.Data) == string(b.Data) &&
+		(a.Milestones == nil) == (b.Milestones == nil) && slices.Equal(a.Milestones, b.Milestones)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -57,7 +151,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if _, ok := s.runs[c.Run.ID]; ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
 	}
-	s.runs[c.Run.ID] = &runEntry{run: c.Run, events: []store.Event{c.Event}}
+	e := &runEntry{wf: c.Run.WorkflowID, events: []event{newEvent(c.Event)}}
+	e.set(c.Run)
+	s.runs[c.Run.ID] = e
 	s.applyTasks(c)
 	return nil
 }
@@ -103,7 +199,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	if !ok {
 		return store.Run{}, fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
-	return e.run, nil
+	return e.current(id), nil
 }
 
 // CommitRun implements store.Store.
@@ -120,11 +216,11 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
-	if e.run.Version != expected {
-		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, e.run.Version, expected, store.ErrConflict)
+	if v := e.version(); v != expected {
+		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
 	}
-	e.run = c.Run
-	e.events = append(e.events, c.Event)
+	e.events = append(e.events, newEvent(c.Event))
+	e.set(c.Run)
 	s.applyTasks(c)
 	return nil
 }
@@ -147,7 +243,11 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit > 0 && len(evs) > limit {
 		evs = evs[:limit]
 	}
-	return append([]store.Event(nil), evs...), nil
+	out := make([]store.Event, len(evs))
+	for i := range evs {
+		out[i] = evs[i].public(runID, after+int64(i)+1)
+	}
+	return out, nil
 }
 
 // CountRuns implements store.Store.
@@ -156,7 +256,7 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	defer s.mu.RUnlock()
 	out := map[string]int64{}
 	for _, e := range s.runs {
-		out[e.run.Status]++
+		out[e.status()]++
 	}
 	return out, nil
 }
