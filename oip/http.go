@@ -58,7 +58,7 @@ func (s *Service) unknown(w http.ResponseWriter, r *http.Request) error {
 		allow, ok = "POST", true
 	}
 	if !ok {
-		return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency}.", truncate(r.URL.Path, 200))
+		return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency}.", protocol.Truncate(r.URL.Path, 200))
 	}
 	w.Header().Set("Allow", allow)
 	httpx.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{
@@ -122,7 +122,7 @@ func (s *Service) getDispatch(w http.ResponseWriter, r *http.Request) error {
 	if h := q.Get("history"); h != "" {
 		var err error
 		if history, err = strconv.ParseBool(h); err != nil {
-			return invalidf("history", "history must be true or false, not %q.", truncate(h, 20))
+			return invalidf("history", "history must be true or false, not %q.", protocol.Truncate(h, 20))
 		}
 	}
 	switch {
@@ -166,7 +166,7 @@ func (s *Service) getDirectory(w http.ResponseWriter, r *http.Request) error {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			return invalidf("limit", "limit must be a positive integer (at most %d), not %q.", s.maxPage, truncate(l, 20))
+			return invalidf("limit", "limit must be a positive integer (at most %d), not %q.", s.maxPage, protocol.Truncate(l, 20))
 		}
 		limit = n
 	}
@@ -194,7 +194,7 @@ func (s *Service) postCommand(w http.ResponseWriter, r *http.Request) error {
 	var input map[string]any
 	for k, v := range req {
 		if k != "input" {
-			return invalidf(k, `Unknown field %q; send {"input": {...}} keyed by the row's arg and flag names.`, truncate(k, 64))
+			return invalidf(k, `Unknown field %q; send {"input": {...}} keyed by the row's arg and flag names.`, protocol.Truncate(k, 64))
 		}
 		if v == nil {
 			continue
@@ -256,7 +256,7 @@ func intParam(q url.Values, name string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
-		return 0, invalidf(name, "%s must be a positive integer, not %q.", name, truncate(v, 20))
+		return 0, invalidf(name, "%s must be a positive integer, not %q.", name, protocol.Truncate(v, 20))
 	}
 	return n, nil
 }

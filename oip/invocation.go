@@ -106,7 +106,7 @@ func parseInvocation(body []byte) (invocationRequest, error) {
 	}
 	for k := range fields {
 		if !invocationKeys[k] {
-			return invocationRequest{}, invalidf("body."+k, "Unknown field %q in the invocation; allowed: type, object_key, input, execute, replay_of.", truncate(k, 64))
+			return invocationRequest{}, invalidf("body."+k, "Unknown field %q in the invocation; allowed: type, object_key, input, execute, replay_of.", protocol.Truncate(k, 64))
 		}
 	}
 	var req invocationRequest
@@ -114,7 +114,7 @@ func parseInvocation(body []byte) (invocationRequest, error) {
 		return req, invalidf("body.object_key", "body.object_key is required: the key of the directory row to invoke.")
 	}
 	if err := CheckKey(req.ObjectKey); err != nil {
-		return req, invalidf("body.object_key", "body.object_key %q is not a valid key (%s).", truncate(req.ObjectKey, 140), KeyPattern)
+		return req, invalidf("body.object_key", "body.object_key %q is not a valid key (%s).", protocol.Truncate(req.ObjectKey, 140), KeyPattern)
 	}
 	if raw, ok := fields["execute"]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &req.Execute) != nil {
@@ -249,7 +249,7 @@ func refused(reason string) *Outcome {
 func (s *Service) checkReplayOf(ctx context.Context, invID string) error {
 	sr, err := s.st.LedgerRecord(ctx, invID)
 	if errors.Is(err, store.ErrNotFound) {
-		return protocol.Errorf(protocol.ENotFound, "body.replay_of names no ledger record (%q); give the inv_ID of an earlier invocation.", truncate(invID, 64)).With("field", "body.replay_of")
+		return protocol.Errorf(protocol.ENotFound, "body.replay_of names no ledger record (%q); give the inv_ID of an earlier invocation.", protocol.Truncate(invID, 64)).With("field", "body.replay_of")
 	}
 	if err != nil {
 		return fmt.Errorf("oip: read replayed record: %w", err)

@@ -256,7 +256,7 @@ func (s *Service) EnsureRow(ctx context.Context, key string, body json.RawMessag
 	}
 	want, err := jcs.Transform(b)
 	if err != nil {
-		return Receipt{}, false, invalidf("body", "The row cannot be canonicalised (RFC 8785): %s.", truncate(err.Error(), 200))
+		return Receipt{}, false, invalidf("body", "The row cannot be canonicalised (RFC 8785): %s.", protocol.Truncate(err.Error(), 200))
 	}
 	srs, err := s.st.LedgerHistory(ctx, key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

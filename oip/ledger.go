@@ -179,7 +179,7 @@ func (s *Service) newID(t time.Time) (string, error) {
 // CheckKey returns an EInvalid error unless key matches KeyPattern.
 func CheckKey(key string) error {
 	if !keyRE.MatchString(key) {
-		return invalidf("key", "The key %q is not valid: it must match %s (1 to 128 characters: letters, digits, '.', '_', ':', '-', starting with a letter or digit).", truncate(key, 140), KeyPattern)
+		return invalidf("key", "The key %q is not valid: it must match %s (1 to 128 characters: letters, digits, '.', '_', ':', '-', starting with a letter or digit).", protocol.Truncate(key, 140), KeyPattern)
 	}
 	return nil
 }
@@ -407,7 +407,7 @@ func (s *Service) Dispatch(ctx context.Context, key string, body json.RawMessage
 	case TypeInvocation:
 		return s.dispatchInvocation(ctx, key, b)
 	}
-	return Receipt{}, invalidf("body.type", "Unknown body.type %q; the known types are %s and %s.", truncate(typ, 64), TypeDirectoryRow, TypeInvocation).
+	return Receipt{}, invalidf("body.type", "Unknown body.type %q; the known types are %s and %s.", protocol.Truncate(typ, 64), TypeDirectoryRow, TypeInvocation).
 		With("known_types", []string{TypeDirectoryRow, TypeInvocation})
 }
 
@@ -432,7 +432,7 @@ func parseDispatch(request []byte, maxDepth int) (string, json.RawMessage, error
 	}
 	for k := range env {
 		if k != "key" && k != "body" {
-			return "", nil, invalidf(k, `Unknown field %q in the dispatch request; send {"key": K, "body": {"type": T, ...}}.`, truncate(k, 64))
+			return "", nil, invalidf(k, `Unknown field %q in the dispatch request; send {"key": K, "body": {"type": T, ...}}.`, protocol.Truncate(k, 64))
 		}
 	}
 	var key string
@@ -482,7 +482,7 @@ func (s *Service) Record(ctx context.Context, invID string) (Record, error) {
 	sr, err := s.st.LedgerRecord(ctx, invID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return Record{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", truncate(invID, 64))
+			return Record{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", protocol.Truncate(invID, 64))
 		}
 		return Record{}, fmt.Errorf("oip: read record: %w", err)
 	}
@@ -520,7 +520,7 @@ func (s *Service) History(ctx context.Context, key string) ([]Record, error) {
 func (s *Service) history(ctx context.Context, key string) ([]store.LedgerRecord, error) {
 	srs, err := s.st.LedgerHistory(ctx, key)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && len(srs) == 0) {
-		return nil, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", truncate(key, 140))
+		return nil, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", protocol.Truncate(key, 140))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("oip: read history: %w", err)
@@ -597,7 +597,7 @@ func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord
 		return store.LedgerRecord{}, fmt.Errorf("oip: read row: %w", err)
 	}
 	if len(srs) == 0 || srs[len(srs)-1].Type != TypeDirectoryRow {
-		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", truncate(key, 140), TypeDirectoryRow).
+		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", protocol.Truncate(key, 140), TypeDirectoryRow).
 			With("field", "object_key")
 	}
 	return srs[len(srs)-1], nil
@@ -712,7 +712,7 @@ func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proo
 	sr, err := s.st.LedgerRecord(ctx, invID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return Proof{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", truncate(invID, 64))
+			return Proof{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", protocol.Truncate(invID, 64))
 		}
 		return Proof{}, fmt.Errorf("oip: read record: %w", err)
 	}

@@ -258,7 +258,7 @@ func checkBody(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	if _, err := jcs.Transform(buf.Bytes()); err != nil {
-		return nil, invalidf("body", "The body cannot be canonicalised (RFC 8785): %s. Remove duplicate keys and unpaired surrogate escapes.", truncate(err.Error(), 200))
+		return nil, invalidf("body", "The body cannot be canonicalised (RFC 8785): %s. Remove duplicate keys and unpaired surrogate escapes.", protocol.Truncate(err.Error(), 200))
 	}
 	return buf.Bytes(), nil
 }
@@ -281,7 +281,7 @@ func exactNumbers(b []byte) error {
 			continue
 		}
 		if !exactNumber(string(n)) {
-			return invalidf("body", "The number %s in the body cannot be represented exactly as an IEEE-754 double, so its canonical (RFC 8785) form would differ from it; send it as a string.", truncate(string(n), 40))
+			return invalidf("body", "The number %s in the body cannot be represented exactly as an IEEE-754 double, so its canonical (RFC 8785) form would differ from it; send it as a string.", protocol.Truncate(string(n), 40))
 		}
 	}
 }
@@ -336,14 +336,4 @@ func decimalOf(s string) (decimal, bool) {
 
 func invalidf(field, format string, args ...any) *protocol.Error {
 	return protocol.Errorf(protocol.EInvalid, format, args...).With("field", field)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // DefaultMaxDepth is the JSON nesting limit applied when a caller passes 0.
@@ -68,7 +69,7 @@ func normalizeNumbers(v any) (any, error) {
 		}
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil {
-			return nil, Errorf(EInvalid, "The number %s is out of range.", truncate(string(x), 40))
+			return nil, Errorf(EInvalid, "The number %s is out of range.", Truncate(string(x), 40))
 		}
 		return f, nil
 	case map[string]any:
@@ -150,9 +151,14 @@ func describeJSONError(err error) string {
 	return err.Error()
 }
 
-func truncate(s string, n int) string {
+// Truncate shortens s to at most n bytes (cut at a character boundary)
+// plus "…", for quoting user input in hints.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -42,7 +42,7 @@ func TypeOf(v any) string {
 		return TypeString
 	case bool:
 		return TypeBoolean
-	case []any:
+	case []any, []string:
 		return TypeArray
 	case map[string]any:
 		return TypeObject
@@ -51,7 +51,7 @@ func TypeOf(v any) string {
 			return TypeInteger
 		}
 		return TypeNumber
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr:
 		return TypeInteger
 	case float32:
 		return numberType(float64(x))

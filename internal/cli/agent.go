@@ -185,12 +185,19 @@ The run's server is remembered, so later commands need only the run id.`,
 
 // readDataFlag reads --data: inline JSON, @file, or - for stdin.
 func readDataFlag(env *Env, v string) (map[string]any, error) {
+	return readObjectFlag(env, "--data", v, "--data must be a JSON object")
+}
+
+// readObjectFlag reads a flag whose value is a JSON object given inline, as
+// @FILE, or as - for stdin (at most 1 MiB). what starts the error message
+// for a value that is not an object.
+func readObjectFlag(env *Env, flag, v, what string) (map[string]any, error) {
 	var b []byte
 	var err error
 	switch {
 	case v == "-":
 		if env.Stdin == nil {
-			return nil, errors.New("--data -: no standard input")
+			return nil, fmt.Errorf("%s -: no standard input", flag)
 		}
 		b, err = io.ReadAll(io.LimitReader(env.Stdin, 1<<20))
 	case strings.HasPrefix(v, "@"):
@@ -199,11 +206,11 @@ func readDataFlag(env *Env, v string) (map[string]any, error) {
 		b = []byte(v)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--data: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	m, err := protocol.DecodeObject(b, 0)
 	if err != nil {
-		return nil, fmt.Errorf("--data must be a JSON object: %s", protocol.ErrorHint(err))
+		return nil, fmt.Errorf("%s: %s", what, protocol.ErrorHint(err))
 	}
 	return m, nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/command"
 	oipexec "github.com/asmp-dev/asmp/oip/exec"
-	"github.com/asmp-dev/asmp/protocol"
 )
 
 func init() { register(newInvokeCmd) }
@@ -131,27 +129,7 @@ command failed, 3 when the invocation was refused, 1 on any other error.`,
 
 // readInputFlag reads --input: inline JSON, @FILE, or - for stdin.
 func readInputFlag(env *Env, v string) (map[string]any, error) {
-	var b []byte
-	var err error
-	switch {
-	case v == "-":
-		if env.Stdin == nil {
-			return nil, errors.New("--input -: no standard input")
-		}
-		b, err = io.ReadAll(io.LimitReader(env.Stdin, 1<<20))
-	case strings.HasPrefix(v, "@"):
-		b, err = os.ReadFile(v[1:])
-	default:
-		b = []byte(v)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--input: %w", err)
-	}
-	m, err := protocol.DecodeObject(b, 0)
-	if err != nil {
-		return nil, fmt.Errorf("--input must be a JSON object keyed by the row's arg and flag names: %s", protocol.ErrorHint(err))
-	}
-	return m, nil
+	return readObjectFlag(env, "--input", v, "--input must be a JSON object keyed by the row's arg and flag names")
 }
 
 // invocationKey returns a fresh ledger key for an invocation of row:

@@ -364,7 +364,7 @@ func convert(t kind, v any, out *value) string {
 	case kBoolean:
 		bv, ok := v.(bool)
 		if !ok {
-			return "must be a boolean, got " + typeName(v)
+			return "must be a boolean, got " + protocol.TypeOf(v)
 		}
 		out.on, out.s = bv, strconv.FormatBool(bv)
 		return ""
@@ -389,7 +389,7 @@ func convert(t kind, v any, out *value) string {
 			out.list = a
 			return ""
 		}
-		return "must be an array of strings, numbers or booleans, got " + typeName(v)
+		return "must be an array of strings, numbers or booleans, got " + protocol.TypeOf(v)
 	}
 	s, msg := scalar(t, v)
 	out.s = s
@@ -451,28 +451,28 @@ func scalar(t kind, v any) (string, string) {
 	case json.Number:
 		return number(t, x)
 	}
-	return "", "must be " + t.String() + ", got " + typeName(v)
+	return "", "must be " + t.String() + ", got " + protocol.TypeOf(v)
 }
 
 func numeric(t kind) bool { return t == kInteger || t == kNumber || t == kArray }
 
 func integer(t kind, i int64, v any) (string, string) {
 	if !numeric(t) {
-		return "", "must be " + t.String() + ", got " + typeName(v)
+		return "", "must be " + t.String() + ", got " + protocol.TypeOf(v)
 	}
 	return strconv.FormatInt(i, 10), ""
 }
 
 func unsigned(t kind, u uint64, v any) (string, string) {
 	if !numeric(t) {
-		return "", "must be " + t.String() + ", got " + typeName(v)
+		return "", "must be " + t.String() + ", got " + protocol.TypeOf(v)
 	}
 	return strconv.FormatUint(u, 10), ""
 }
 
 func float(t kind, f float64, v any) (string, string) {
 	if !numeric(t) {
-		return "", "must be " + t.String() + ", got " + typeName(v)
+		return "", "must be " + t.String() + ", got " + protocol.TypeOf(v)
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "", "must be a finite number, got " + strconv.FormatFloat(f, 'g', -1, 64)
@@ -495,7 +495,7 @@ func number(t kind, n json.Number) (string, string) {
 	s := string(n)
 	isInt, ok := jsonNumber(s)
 	if !ok {
-		return "", "must be " + t.String() + ", got the malformed number " + strconv.Quote(truncate(s, 40))
+		return "", "must be " + t.String() + ", got the malformed number " + strconv.Quote(protocol.Truncate(s, 40))
 	}
 	if isInt {
 		if strings.Trim(s, "-0") == "" {
@@ -505,7 +505,7 @@ func number(t kind, n json.Number) (string, string) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return "", "must be a number within float64 range, got " + truncate(s, 40)
+		return "", "must be a number within float64 range, got " + protocol.Truncate(s, 40)
 	}
 	return float(t, f, f)
 }
@@ -552,49 +552,8 @@ func jsonNumber(s string) (isInt, ok bool) {
 	return isInt, true
 }
 
-func typeName(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr:
-		return "integer"
-	case float32:
-		return floatName(float64(x))
-	case float64:
-		return floatName(x)
-	case json.Number:
-		return "number"
-	case []any, []string:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func floatName(f float64) string {
-	if f == math.Trunc(f) && !math.IsInf(f, 0) {
-		return "integer"
-	}
-	return "number"
-}
-
 func invalid(field, format string, args ...any) error {
 	e := protocol.Errorf(protocol.EInvalid, format, args...)
 	e.Fields = map[string]any{"field": field}
 	return e
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -45,7 +45,7 @@ func Decode(body []byte) (*Row, error) {
 		return nil, err
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, protocol.Errorf(protocol.EInvalid, "A directory row must be a JSON object, not %s", kindOf(v))
+		return nil, protocol.Errorf(protocol.EInvalid, "A directory row must be a JSON object, not %s", protocol.TypeOf(v))
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {

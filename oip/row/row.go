@@ -403,14 +403,14 @@ func CheckValue(typ string, v any) string {
 			switch e.(type) {
 			case string, bool, int64, float64:
 			default:
-				return fmt.Sprintf("[%d] must be a string, number or boolean, got %s", i, kindOf(e))
+				return fmt.Sprintf("[%d] must be a string, number or boolean, got %s", i, protocol.TypeOf(e))
 			}
 		}
 		return ""
 	default:
 		return "has an unknown type"
 	}
-	return fmt.Sprintf("must be %s %s, got %s", article(typ), typ, kindOf(v))
+	return fmt.Sprintf("must be %s %s, got %s", article(typ), typ, protocol.TypeOf(v))
 }
 
 func article(t string) string {
@@ -418,29 +418,6 @@ func article(t string) string {
 		return "an"
 	}
 	return "a"
-}
-
-func kindOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int64:
-		return "integer"
-	case float64:
-		if x == math.Trunc(x) && !math.IsInf(x, 0) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // badString reports whether a string default, or a string in an array

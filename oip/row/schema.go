@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -52,7 +51,7 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 		return nil, invalid("schema", "schema is not valid JSON: %s", protocol.ErrorHint(err))
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, invalid("schema", "schema must be a JSON Schema object, got %s", kindOf(v))
+		return nil, invalid("schema", "schema must be a JSON Schema object, got %s", protocol.TypeOf(v))
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -91,7 +90,7 @@ func schemaError(err error) error {
 	}
 	msg = strings.ReplaceAll(msg, schemaURL, "schema")
 	msg = strings.Join(strings.Fields(msg), " ")
-	e := invalid("schema", "schema does not compile: %s", truncate(msg, 300))
+	e := invalid("schema", "schema does not compile: %s", protocol.Truncate(msg, 300))
 	e.Err = err
 	return e
 }
@@ -119,11 +118,11 @@ func (r *Row) ValidateInput(input map[string]any) error {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return protocol.Errorf(protocol.EInvalid, "input does not match the row's schema: %s", truncate(err.Error(), 300))
+		return protocol.Errorf(protocol.EInvalid, "input does not match the row's schema: %s", protocol.Truncate(err.Error(), 300))
 	}
 	leaf := leafError(ve)
 	msg := strings.Join(strings.Fields(leaf.Error()), " ")
-	e := protocol.Errorf(protocol.EInvalid, "input does not match the row's schema: %s", truncate(msg, 300))
+	e := protocol.Errorf(protocol.EInvalid, "input does not match the row's schema: %s", protocol.Truncate(msg, 300))
 	e.Err = err
 	if len(leaf.InstanceLocation) > 0 {
 		e.Fields = map[string]any{"field": leaf.InstanceLocation[0]}
@@ -137,14 +136,4 @@ func leafError(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 		ve = ve.Causes[0]
 	}
 	return ve
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
