@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
-
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/workflow"
@@ -38,7 +36,7 @@ func (e *Engine) encodeEvent(def *workflow.Definition, ev *store.Event, base str
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(protocol.StreamFrame{ID: ev.Seq, Frame: f})
+	b, err := protocol.StreamFrame{ID: ev.Seq, Frame: f}.AppendJSON(make([]byte, 0, 1024))
 	if err != nil {
 		return nil, internal("could not encode a stream frame", err)
 	}

@@ -1,7 +1,5 @@
 package protocol
 
-import "encoding/json"
-
 // Status values of a State Frame.
 const (
 	StatusActive        = "active"
@@ -110,19 +108,7 @@ type StreamFrame struct {
 
 // MarshalJSON writes the frame's properties with "id" first.
 func (s StreamFrame) MarshalJSON() ([]byte, error) {
-	type plain Frame // drops methods, so no recursion
-	b, err := json.Marshal(plain(s.Frame))
-	if err != nil {
-		return nil, err
-	}
-	id, _ := json.Marshal(s.ID)
-	out := make([]byte, 0, len(b)+len(id)+6)
-	out = append(out, `{"id":`...)
-	out = append(out, id...)
-	if len(b) > 2 {
-		out = append(out, ',')
-	}
-	return append(out, b[1:]...), nil
+	return s.AppendJSON(make([]byte, 0, 1024))
 }
 
 // Progress is a stream envelope reported by a running background task.

@@ -2,13 +2,13 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -38,6 +38,7 @@ type streamWriter struct {
 	rc   *http.ResponseController
 	last int64 // id of the last event line written
 	err  error
+	buf  []byte // reused for lines encoded here
 }
 
 func newStreamWriter(w http.ResponseWriter, status int) *streamWriter {
@@ -69,12 +70,13 @@ func (sw *streamWriter) line(b []byte) bool {
 }
 
 func (sw *streamWriter) json(v any) bool {
-	b, err := json.Marshal(v)
+	b, err := httpx.AppendJSON(sw.buf[:0], v)
 	if err != nil {
 		sw.err = err
 		return false
 	}
-	return sw.line(append(b, '\n'))
+	sw.buf = append(b, '\n')
+	return sw.line(sw.buf)
 }
 
 // streamEnd is the final line of a stream that ends before the run does.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/asmp-dev/asmp/protocol"
 )
@@ -17,8 +18,48 @@ import (
 // DefaultMaxBody is the request body limit when none is configured (1 MiB).
 const DefaultMaxBody = 1 << 20
 
+// JSONAppender is implemented by values that encode themselves as JSON
+// without reflection (State Frames, stream lines, CLI objects): AppendJSON
+// appends exactly the bytes json.Marshal would give.
+type JSONAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// AppendJSON appends v's JSON encoding to b: through v's own AppendJSON
+// when it has one, else json.Marshal.
+func AppendJSON(b []byte, v any) ([]byte, error) {
+	if a, ok := v.(JSONAppender); ok {
+		return a.AppendJSON(b)
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, j...), nil
+}
+
 // WriteJSON writes v as JSON with the given status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
+	if a, ok := v.(JSONAppender); ok {
+		bp := bufPool.Get().(*[]byte)
+		b, err := a.AppendJSON((*bp)[:0])
+		if err != nil {
+			bufPool.Put(bp)
+			WriteError(w, nil, &protocol.Error{Code: protocol.EInternal, Hint: "encoding failed", Err: err})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		b = append(b, '\n')
+		_, _ = w.Write(b) // the writer copies b (io.Writer must not retain it)
+		if cap(b) <= 64<<10 {
+			*bp = b
+			bufPool.Put(bp)
+		}
+		return
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		WriteError(w, nil, &protocol.Error{Code: protocol.EInternal, Hint: "encoding failed", Err: err})
