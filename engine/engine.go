@@ -10,7 +10,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"sort"
@@ -202,9 +201,13 @@ func (e *Engine) WorkflowIDs() []string {
 }
 
 func (e *Engine) lock(runID string) *sync.Mutex {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(runID))
-	return &e.locks[h.Sum32()%uint32(len(e.locks))]
+	// FNV-1a, inline: hash/fnv allocated a hasher and a copy of the id.
+	h := uint32(2166136261)
+	for i := 0; i < len(runID); i++ {
+		h ^= uint32(runID[i])
+		h *= 16777619
+	}
+	return &e.locks[h%uint32(len(e.locks))]
 }
 
 func notFound(runID string) error {

@@ -212,13 +212,19 @@ func (e *Engine) Transition(ctx context.Context, runID, action string, input map
 			return nil, internal("could not store the transition", err)
 		}
 		e.published(r.WorkflowID, c.Event)
-		next, err := e.view(c.Run)
-		if err != nil {
-			return nil, err
+		if !sameBytes(c.Run.Snapshot.Data, r.Snapshot.Data) {
+			return e.view(c.Run)
 		}
-		return next, nil
+		// The data did not change (the action expects nothing): r.Data
+		// is already its decoding.
+		return &Run{Run: c.Run, Def: r.Def, Data: r.Data}, nil
 	}
 	return nil, protocol.Errorf(protocol.EUnavailable, "The run is changing too fast to apply %q; try again.", action)
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // plan validates action against r and returns the commit that applies it.

@@ -41,6 +41,15 @@ func DecodeValue(body []byte, maxDepth int) (any, error) {
 	if d := depth(body); d > maxDepth {
 		return nil, Errorf(EInvalid, "JSON nesting is %d levels deep; the limit is %d.", d, maxDepth)
 	}
+	if v, ok := fastDecode(body); ok {
+		return v, nil
+	}
+	return decodeGeneral(body)
+}
+
+// decodeGeneral is DecodeValue's general path: encoding/json with
+// UseNumber, then normalizeNumbers. It decodes anything and words the errors.
+func decodeGeneral(body []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any

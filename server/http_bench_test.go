@@ -88,6 +88,20 @@ func BenchmarkAPI(b *testing.B) {
 			return s
 		}},
 	}
+	// The floor: the same requests and recorder, a handler that only
+	// writes a fixed 600-byte JSON (what bench/noop does over the network).
+	b.Run("noop/GET", func(b *testing.B) {
+		body := bytes.Repeat([]byte("x"), 600)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(body)
+		})
+		b.ReportAllocs()
+		for b.Loop() {
+			benchDo(b, h, "GET", "/runs/x", "", http.StatusOK)
+		}
+	})
 	for _, sc := range stores {
 		b.Run(sc.name+"/POST-runs", func(b *testing.B) {
 			h := benchServer(b, sc.open(b))
