@@ -92,6 +92,9 @@ type Engine struct {
 	retries int
 	invoker RowInvoker
 	locks   [256]sync.Mutex
+	pendMu  sync.Mutex
+	queued  bool                      // the store is a queuedCommitter
+	pending map[string]*pendingCommit // runs' queued commits
 	hub     *Hub
 	metrics *Metrics
 	seen    seenSeqs
@@ -166,6 +169,8 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 		e.def = d
 	}
 	e.hub = newHub()
+	e.pending = map[string]*pendingCommit{}
+	_, e.queued = st.(queuedCommitter)
 	e.hub.onEmpty = e.seen.drop
 	e.metrics = newMetrics()
 	return e, nil

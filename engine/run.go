@@ -93,6 +93,16 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 
 // GetRun returns the run's current value. ENotFound for an unknown run.
 func (e *Engine) GetRun(ctx context.Context, runID string) (*Run, error) {
+	if e.queued {
+		// A transition of this run is queued: read the run as it leaves it
+		// (at most one group commit away), not the value before it.
+		if p := e.pendingOf(runID); p != nil {
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+			}
+		}
+	}
 	sr, err := e.store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -186,6 +196,9 @@ func (e *Engine) CheckOffered(r *Run, action string) error {
 // now, or guard refused: the hint says why and lists the offered actions),
 // EInvalid (input does not match expects), EConflict (IfMatch is stale).
 func (e *Engine) Transition(ctx context.Context, runID, action string, input map[string]any, o TransitionOptions) (*Run, error) {
+	if qc, ok := e.store.(queuedCommitter); ok {
+		return e.transitionQueued(ctx, qc, runID, action, input, o)
+	}
 	mu := e.lock(runID)
 	mu.Lock()
 	defer mu.Unlock()

@@ -127,13 +127,24 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 
 // CommitRun implements store.Store.
 func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+	return s.CommitRunAsync(ctx, expected, c)()
+}
+
+// CommitRunAsync is CommitRun in two halves: it queues the commit for the
+// writer and returns; wait returns CommitRun's result once the group
+// holding the commit is durable. Commits queued one after the other are
+// applied in that order, so a caller may queue a run's next commit
+// (expecting the version this one creates) before this one is durable: if
+// this one fails, the next fails with store.ErrConflict.
+func (s *Store) CommitRunAsync(ctx context.Context, expected int64, c store.Commit) (wait func() error) {
 	if err := checkCommit(c); err != nil {
-		return err
+		return func() error { return err }
 	}
 	if c.Run.Version != expected+1 {
-		return fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
+		err := fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
+		return func() error { return err }
 	}
-	return s.write(ctx, func(tx wtx) error {
+	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
 		res, err := tx.Exec(`UPDATE runs SET state = ?, status = ?, data = ?, milestones = ?, error = ?, version = ?, updated_at = ?
 			WHERE id = ? AND version = ?`,

@@ -160,21 +160,28 @@ func migrate(db *sql.DB) error {
 // write runs fn in the writer's transaction (inside its own savepoint) and
 // returns once the transaction holding it is durable, or fn's error.
 func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
+	return s.queue(ctx, fn)()
+}
+
+// queue puts fn in the writer's queue and returns at once; wait returns
+// write's result. Functions queued one after the other run in that order.
+func (s *Store) queue(ctx context.Context, fn func(tx wtx) error) (wait func() error) {
 	req := &writeReq{fn: fn, err: make(chan error, 1)}
 	select {
 	case <-s.done:
-		return ErrClosed
+		return func() error { return ErrClosed }
 	default:
 	}
 	select {
 	case s.writes <- req:
 	case <-ctx.Done():
-		return ctx.Err()
+		err := ctx.Err()
+		return func() error { return err }
 	case <-s.done:
-		return ErrClosed
+		return func() error { return ErrClosed }
 	}
 	// Once queued, the write may commit: wait for the verdict whatever ctx says.
-	return <-req.err
+	return func() error { return <-req.err }
 }
 
 func (s *Store) writer() {
