@@ -1,7 +1,8 @@
 package engine
 
 import (
-	"net/url"
+	neturl "net/url"
+	"strings"
 
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
@@ -26,20 +27,43 @@ func (e *Engine) EventFrame(def *workflow.Definition, ev *store.Event, base stri
 func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, base string) protocol.Frame {
 	r := &Run{Run: store.Run{ID: runID, WorkflowID: def.ID, Snapshot: snap}, Def: def, Data: data}
 	st := r.StateDef()
-	runURL := base + "/runs/" + runID
+	offered := e.Offered(r)
+	// Every URL of the frame starts with runURL: build them all in one
+	// string and slice it, one allocation instead of one per URL.
+	runLen := len(base) + len("/runs/") + len(runID)
+	size := 4*runLen + len("/stream/cli/events")
+	for _, t := range offered {
+		size += runLen + len("/transitions/") + len(t.Action)*3
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	url := func(suffix ...string) string {
+		start := sb.Len()
+		sb.WriteString(base)
+		sb.WriteString("/runs/")
+		sb.WriteString(runID)
+		for _, s := range suffix {
+			sb.WriteString(s)
+		}
+		return sb.String()[start:]
+	}
+	runURL := url()
+	streamURL := url("/stream")
+	cliURL := url("/cli")
+	eventsURL := url("/events")
 	f := protocol.Frame{
 		RunID:       runID,
 		WorkflowID:  def.ID,
 		ResourceURL: base,
 		State:       snap.State,
 		Status:      r.Status(),
-		NextStates:  []protocol.NextState{},
+		NextStates:  make([]protocol.NextState, 0, len(offered)),
 		Milestones:  snap.Milestones,
-		StreamURL:   runURL + "/stream",
+		StreamURL:   streamURL,
 		Links: map[string]protocol.Link{
 			"self":   {Href: runURL, Method: "GET"},
-			"cli":    {Href: runURL + "/cli", Method: "GET"},
-			"events": {Href: runURL + "/events", Method: "GET"},
+			"cli":    {Href: cliURL, Method: "GET"},
+			"events": {Href: eventsURL, Method: "GET"},
 		},
 	}
 	if len(data) > 0 {
@@ -51,11 +75,11 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	if snap.Status == protocol.StatusFailed && snap.Error != "" {
 		f.Hint = snap.Error
 	}
-	for _, t := range e.Offered(r) {
+	for _, t := range offered {
 		f.NextStates = append(f.NextStates, protocol.NextState{
 			Action:     t.Action,
 			Method:     "POST",
-			Href:       runURL + "/transitions/" + url.PathEscape(t.Action),
+			Href:       url("/transitions/", neturl.PathEscape(t.Action)),
 			Expects:    t.Expects,
 			IsCritical: t.IsCritical,
 		})
@@ -74,7 +98,7 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	for _, t := range st.Tools {
 		f.Tools = append(f.Tools, protocol.Tool{
 			Name:        t.Name,
-			Href:        runURL + "/invoke/" + url.PathEscape(t.Name),
+			Href:        runURL + "/invoke/" + neturl.PathEscape(t.Name),
 			Description: t.Description,
 			Expects:     t.Expects,
 		})
@@ -90,7 +114,7 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 }
 
 func escapePath(p string) string {
-	return (&url.URL{Path: p}).EscapedPath()
+	return (&neturl.URL{Path: p}).EscapedPath()
 }
 
 // CLI builds the dynamic CLI object of r (SPEC section 3): from the state's

@@ -325,6 +325,16 @@ func appendValue(b []byte, v any) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII[c] reports whether ASCII byte c goes into a JSON string as
+// is: not a control character, quote, backslash, or <, > and & (which
+// encoding/json escapes by default).
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string exactly as encoding/json does
 // with HTML escaping on (its default): <, > and & as \u003c, \u003e,
 // \u0026; control characters as \b, \f, \n, \r, \t or \u00XX; invalid
@@ -334,7 +344,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainASCII[c] {
 				i++
 				continue
 			}

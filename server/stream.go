@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asmp-dev/asmp/engine"
@@ -38,7 +39,6 @@ type streamWriter struct {
 	rc   *http.ResponseController
 	last int64 // id of the last event line written
 	err  error
-	buf  []byte // reused for lines encoded here
 }
 
 func newStreamWriter(w http.ResponseWriter, status int) *streamWriter {
@@ -70,14 +70,20 @@ func (sw *streamWriter) line(b []byte) bool {
 }
 
 func (sw *streamWriter) json(v any) bool {
-	b, err := httpx.AppendJSON(sw.buf[:0], v)
+	bp := linePool.Get().(*[]byte)
+	defer linePool.Put(bp)
+	b, err := httpx.AppendJSON((*bp)[:0], v)
 	if err != nil {
 		sw.err = err
 		return false
 	}
-	sw.buf = append(b, '\n')
-	return sw.line(sw.buf)
+	*bp = append(b, '\n')
+	return sw.line(*bp)
 }
+
+// linePool holds buffers for the lines a stream encodes itself (the first
+// frame, heartbeats, progress), so that an idle stream keeps none.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // streamEnd is the final line of a stream that ends before the run does.
 type streamEnd struct {

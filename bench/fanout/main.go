@@ -59,7 +59,11 @@ func main() {
 	action := flag.String("action", "tick", "the self-loop action to fire")
 	dialers := flag.Int("dialers", 64, "concurrent connection attempts")
 	settle := flag.Duration("settle", 2*time.Second, "wait after connecting before reading VmRSS")
+	busy := flag.Bool("busy-poll", false, "poll the sockets without sleeping (epoll_wait timeout 0), so that the server's writes do not pay to wake this process on the other core")
 	flag.Parse()
+	if *busy {
+		pollTimeout = 0
+	}
 	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	if err := run(*base, *pid, *subs, *n, *interval, *action, *dialers, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "fanout:", err)
@@ -330,6 +334,9 @@ func dial(addr *net.TCPAddr, req []byte, maxID int) (*sub, error) {
 
 var idPrefix = []byte(`{"id":`)
 
+// pollTimeout is epoll_wait's timeout in ms: 0 with -busy-poll.
+var pollTimeout = 50
+
 func readLoop(epfd int, byFD *sync.Map, maxID int, ready *atomic.Int64, stop <-chan struct{}) error {
 	events := make([]syscall.EpollEvent, 1024)
 	buf := make([]byte, 64<<10)
@@ -340,7 +347,7 @@ func readLoop(epfd int, byFD *sync.Map, maxID int, ready *atomic.Int64, stop <-c
 			return nil
 		default:
 		}
-		n, err := syscall.EpollWait(epfd, events, 50)
+		n, err := syscall.EpollWait(epfd, events, pollTimeout)
 		if err != nil {
 			if errors.Is(err, syscall.EINTR) {
 				continue

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	_ "expvar"         // registers /debug/vars (memstats) on http.DefaultServeMux
 	_ "net/http/pprof" // registers /debug/pprof/ on http.DefaultServeMux
 	"os"
 	"time"

@@ -25,6 +25,11 @@ type JSONAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
+// contentTypeJSON is shared by every response: a header value slice of
+// length and capacity 1, which Header.Set replaces and Header.Add copies,
+// so no one writes into it.
+var contentTypeJSON = []string{"application/json"}
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // AppendJSON appends v's JSON encoding to b: through v's own AppendJSON
@@ -50,7 +55,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 			WriteError(w, nil, &protocol.Error{Code: protocol.EInternal, Hint: "encoding failed", Err: err})
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
+		w.Header()["Content-Type"] = contentTypeJSON
 		w.WriteHeader(status)
 		b = append(b, '\n')
 		_, _ = w.Write(b) // the writer copies b (io.Writer must not retain it)
