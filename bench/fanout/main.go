@@ -20,7 +20,7 @@
 //
 //	RESULT subs=N transitions=T connect_s=F rss_before_kb=N rss_after_kb=N bytes_per_sub=F
 //	  all_p50_ms all_p99_ms all_max_ms last_p50_ms last_p99_ms lastconn_p50_ms lastconn_p99_ms
-//	  user_all_p99_ms user_last_p99_ms missed=N
+//	  user_all_p99_ms user_last_p99_ms missed=N busy_poll=0|1
 //
 // "all" is over every (subscriber, transition) delivery; "last" is, per
 // transition, the delivery to the last subscriber to get it (the time until
@@ -233,10 +233,10 @@ func run(base string, pid, nsubs, ntrans int, interval time.Duration, action str
 	}
 	fmt.Printf("RESULT subs=%d transitions=%d connect_s=%.2f rss_before_kb=%d rss_after_kb=%d bytes_per_sub=%.0f "+
 		"all_p50_ms=%.2f all_p99_ms=%.2f all_max_ms=%.2f last_p50_ms=%.2f last_p99_ms=%.2f lastconn_p50_ms=%.2f lastconn_p99_ms=%.2f "+
-		"user_all_p99_ms=%.2f user_last_p99_ms=%.2f missed=%d\n",
+		"user_all_p99_ms=%.2f user_last_p99_ms=%.2f missed=%d busy_poll=%d\n",
 		nsubs, ntrans, connect.Seconds(), before, after, perSub,
 		pct(all, 50), pct(all, 99), pct(all, 100), pct(last, 50), pct(last, 99), pct(lastConn, 50), pct(lastConn, 99),
-		pct(userAll, 99), pct(userLast, 99), missed)
+		pct(userAll, 99), pct(userLast, 99), missed, map[bool]int{false: 0, true: 1}[pollTimeout == 0])
 	return nil
 }
 

@@ -10,11 +10,11 @@ package main
 
 import (
 	"errors"
+	_ "expvar" // registers /debug/vars (memstats) on http.DefaultServeMux
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	_ "expvar"         // registers /debug/vars (memstats) on http.DefaultServeMux
 	_ "net/http/pprof" // registers /debug/pprof/ on http.DefaultServeMux
 	"os"
 	"time"
