@@ -20,19 +20,29 @@ import (
 // fsync. Nothing is answered before it is durable. If a queued commit
 // fails, the commits queued behind it on the same run fail their
 // compare-and-set and are validated again against the stored run, as after
-// any lost compare-and-set. A transition refused against a value that is
-// not durable yet waits for it and is decided against the stored run, and
+// any lost compare-and-set. The value a durable commit left is kept (for
+// up to maxKnown runs) to plan the run's next transition without reading
+// the store: a plan on it can only be committed if the stored run still has
+// its version, since the store compares and sets. A transition refused
+// against a queued or kept value is decided again against the stored run,
+// and
 // GetRun of a run with a queued commit waits for it, so that readers (and
 // writers that commit directly, like the task worker) see it.
 type queuedCommitter interface {
 	CommitRunAsync(ctx context.Context, expected int64, c store.Commit) (wait func() error)
 }
 
-// pendingCommit is a run's latest queued, not yet durable, commit.
+// pendingCommit is a run's latest queued commit: not yet durable until
+// done is closed; after that, kept (while there is room) as the run's last
+// known value if it succeeded.
 type pendingCommit struct {
 	next *Run          // the run as the commit leaves it
 	done chan struct{} // closed once the commit is durable (and published) or failed
 }
+
+// maxKnown bounds how many runs' last committed values the engine keeps to
+// plan their next transitions without reading the store first.
+const maxKnown = 4096
 
 func (e *Engine) pendingOf(runID string) *pendingCommit {
 	e.pendMu.Lock()
@@ -46,15 +56,35 @@ func (e *Engine) setPending(runID string, p *pendingCommit) {
 	e.pendMu.Unlock()
 }
 
-// resolve forgets p (unless a later commit of the run replaced it) and
-// wakes whoever waits for it.
-func (e *Engine) resolve(runID string, p *pendingCommit) {
+// resolve wakes whoever waits for p. A failed commit is forgotten (unless a
+// later commit of the run replaced it); a durable one stays as the run's
+// last known value, within maxKnown.
+func (e *Engine) resolve(runID string, p *pendingCommit, ok bool) {
 	e.pendMu.Lock()
-	if e.pending[runID] == p {
+	if e.pending[runID] == p && !ok {
 		delete(e.pending, runID)
+	}
+	if len(e.pending) > maxKnown {
+		for id, q := range e.pending {
+			if id != runID && resolved(q) {
+				delete(e.pending, id)
+			}
+			if len(e.pending) <= maxKnown/2 {
+				break
+			}
+		}
 	}
 	e.pendMu.Unlock()
 	close(p.done)
+}
+
+func resolved(p *pendingCommit) bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // transitionQueued is Transition on a queuedCommitter store.
@@ -67,27 +97,28 @@ func (e *Engine) transitionQueued(ctx context.Context, qc queuedCommitter, runID
 			mu.Unlock()
 		}
 	}()
+	fresh := false // plan on the stored run, not on a queued or known value
 	for attempt := 0; attempt < e.retries; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, protocol.Errorf(protocol.EUnavailable, "The request was cancelled before the transition was applied.")
 		}
 		prev := e.pendingOf(runID)
 		var r *Run
-		if prev != nil {
+		if prev != nil && !fresh {
 			r = prev.next
 		} else {
 			var err error
-			if r, err = e.GetRun(ctx, runID); err != nil { // no queued commit: the stored run
+			if r, err = e.GetRun(ctx, runID); err != nil { // waits for a queued commit
 				return nil, err
 			}
 		}
 		c, err := e.plan(r, action, input, o)
 		if err != nil {
-			if prev != nil {
-				// Refused against a value that is not durable yet: decide
-				// against the stored run once that commit is resolved (we
-				// hold the run's lock, so no other commit of it is queued).
-				<-prev.done
+			if prev != nil && !fresh {
+				// Refused against a queued or remembered value: decide
+				// against the stored run (we hold the run's lock, so no
+				// other commit of it is queued meanwhile).
+				fresh = true
 				continue
 			}
 			return nil, err
@@ -111,11 +142,12 @@ func (e *Engine) transitionQueued(ctx context.Context, qc queuedCommitter, runID
 		if err == nil {
 			e.published(r.WorkflowID, c.Event)
 		}
-		e.resolve(runID, p)
+		e.resolve(runID, p, err == nil)
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			mu.Lock() // someone else moved the run: re-read, re-validate
 			locked = true
+			fresh = true
 			continue
 		case errors.Is(err, store.ErrNotFound):
 			return nil, notFound(runID)

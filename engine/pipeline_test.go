@@ -221,3 +221,53 @@ func TestQueuedRefusalWaitsForTheStoredRun(t *testing.T) {
 		t.Fatalf("cancel: %+v, %v; want CANCELLED", res.r, res.err)
 	}
 }
+
+// The value a durable commit left is kept to plan the run's next
+// transition; when someone else has moved the run meanwhile (another
+// process, a task worker committing directly), the compare-and-set fails
+// and the transition is planned again on the stored run.
+func TestKeptValueGoneStaleIsReplanned(t *testing.T) {
+	qs := &queuedStore{Store: memstore.New()}
+	w := workflow.New("loop-v1", "LOOP")
+	w.State("LOOP").Hint("tick")
+	w.Transition("LOOP", "tick", "LOOP").Expect("n", "integer")
+	e, err := engine.New(qs, []*workflow.Definition{w.MustBuild()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, _ := e.StartRun(ctx, "", nil, engine.StartOptions{})
+	tick := func(n int64) *engine.Run {
+		ch := make(chan result, 1)
+		go func() {
+			r, err := e.Transition(ctx, r.ID, "tick", map[string]any{"n": n}, engine.TransitionOptions{})
+			ch <- result{r, err}
+		}()
+		for {
+			qs.waitQueued(t, 1)
+			qs.flush()
+			select {
+			case res := <-ch:
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				return res.r
+			case <-time.After(20 * time.Millisecond): // replanned: queued again
+			}
+		}
+	}
+	tick(1) // version 2, kept
+	// Another writer moves the run to version 3 behind the engine's back.
+	cur, _ := qs.Store.GetRun(ctx, r.ID)
+	next := cur
+	next.Version = 3
+	next.Data = []byte(`{"n":99}`)
+	ev := store.Event{RunID: r.ID, Seq: 3, Time: cur.UpdatedAt, Kind: store.EventTransition, Action: "tick", From: "LOOP", To: "LOOP", Actor: "other", Snapshot: next.Snapshot}
+	if err := qs.Store.CommitRun(ctx, 2, store.Commit{Run: next, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	got := tick(3)
+	if got.Version != 4 || got.Data["n"] != int64(3) {
+		t.Fatalf("after the other writer: version %d data %v, want version 4 n=3", got.Version, got.Data)
+	}
+}
