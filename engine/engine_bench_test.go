@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"testing"
@@ -47,8 +46,9 @@ func wizardAt(b *testing.B, e *engine.Engine, ctx context.Context, actions ...st
 }
 
 // BenchmarkFrame builds a State Frame from a run (build) and builds and
-// encodes it as the HTTP answer does (build+encode), at CONFIGURE (an
-// offered transition with expects) and at CONFIRM (two actions, data).
+// encodes it as the HTTP answer does (build+encode, with AppendJSON), at
+// CONFIGURE (an offered transition with expects) and at CONFIRM (two
+// actions, data).
 func BenchmarkFrame(b *testing.B) {
 	e, ctx := benchWizard(b)
 	for _, tc := range []struct {
@@ -63,9 +63,10 @@ func BenchmarkFrame(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/build+encode", func(b *testing.B) {
+			buf := make([]byte, 0, 2048) // the server's pooled buffer
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := json.Marshal(e.Frame(r, benchBase)); err != nil {
+				if _, err := e.Frame(r, benchBase).AppendJSON(buf[:0]); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -73,7 +74,7 @@ func BenchmarkFrame(b *testing.B) {
 	}
 }
 
-// BenchmarkCLI builds the dynamic CLI object and encodes it: from the
+// BenchmarkCLI builds the dynamic CLI object and encodes it (AppendJSON): from the
 // state's hook (config wizard at CONFIRM), and generated from the frame
 // (loop-v1's LOOP, which has no hook).
 func BenchmarkCLI(b *testing.B) {
@@ -96,9 +97,10 @@ func BenchmarkCLI(b *testing.B) {
 			}
 		})
 		b.Run(tc.name+"/build+encode", func(b *testing.B) {
+			buf := make([]byte, 0, 2048)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := json.Marshal(tc.e.CLI(tc.r)); err != nil {
+				if _, err := tc.e.CLI(tc.r).AppendJSON(buf[:0]); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -143,7 +143,8 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 	}
 	if len(f.Links) > 0 {
 		b = append(b, `,"_links":{`...)
-		for i, k := range sortedKeys(f.Links) {
+		var buf [8]string
+		for i, k := range sortedKeys(f.Links, buf[:]) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -225,8 +226,9 @@ func (c CLI) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns m's keys in order, in buf when they fit.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
+	keys := buf[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -236,7 +238,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func appendStringMap(b []byte, m map[string]string) []byte {
 	b = append(b, '{')
-	for i, k := range sortedKeys(m) {
+	var buf [8]string
+	for i, k := range sortedKeys(m, buf[:]) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -250,7 +253,8 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 func appendObject(b []byte, m map[string]any) ([]byte, error) {
 	b = append(b, '{')
 	var err error
-	for i, k := range sortedKeys(m) {
+	var buf [8]string
+	for i, k := range sortedKeys(m, buf[:]) {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -84,6 +84,7 @@ type results struct {
 	metaKey []string
 	http    []httpResult
 	fanout  []map[string]float64
+	floor   map[string]float64
 	mem     map[string]map[string]float64
 	memKeys []string
 	bench   []*gobench
@@ -118,6 +119,8 @@ func load(path string) (*results, error) {
 			r.http = append(r.http, h)
 		case "fanout":
 			r.fanout = append(r.fanout, kv(fs[2]))
+		case "floor":
+			r.floor = kv(fs[1])
 		case "mem":
 			if _, ok := r.mem[fs[1]]; !ok {
 				r.memKeys = append(r.memKeys, fs[1])
@@ -324,6 +327,9 @@ func (r *results) targets() []target {
 		f.known = subs >= 10000
 		f.met = f.known && all < 100 && last < 100
 		f.measured = fmt.Sprintf("all %.1f ms, last subscriber %.1f ms (%s subscribers)", all, last, thousands(subs))
+		if r.floor != nil {
+			f.measured += fmt.Sprintf("; the bare writes alone take %.0f ms for 10,000 here", r.floor["us_per_write"]*10)
+		}
 		if !f.known {
 			f.measured += " — not the target's 10,000"
 		}
@@ -478,6 +484,10 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 			fmt.Fprintf(w, "| median (client sleeping) | %s | | | %.1f | %.1f | %.1f | %.1f | %.1f | %s B | |\n", thousands(r.fanoutMedian("subs")),
 				r.fanoutMedian("all_p50_ms"), r.fanoutMedian("all_p99_ms"), r.fanoutMedian("last_p50_ms"), r.fanoutMedian("last_p99_ms"), r.fanoutMedian("lastconn_p99_ms"), thousands(r.fanoutMedian("bytes_per_sub")))
 		}
+		if r.floor != nil {
+			fmt.Fprintf(w, "\n**The floor** (`bench/writefloor`): one `write(2)` of a %.0f-byte line to each of %s loopback sockets from one thread in a tight loop, no HTTP and no Go scheduling, the reader on the other core: %.1f µs per write (median of 5 rounds, %.1f–%.1f), so **%.0f ms for 10,000 subscribers** on one core before any server work. On loopback the sender's write also carries the receiver's TCP processing and wake-up.\n",
+				r.floor["size"], thousands(r.floor["n"]), r.floor["us_per_write"], r.floor["min_us"], r.floor["max_us"], r.floor["us_per_write"]*10)
+		}
 		if busy {
 			fmt.Fprintf(w, "\nThe busy-polling run: the client reads its sockets without sleeping in between, so the server's writes do not pay to wake it on the other core (on loopback the sender's write carries the receiver's wake-up; a remote subscriber's would not). The target is judged on the default runs.\n")
 		}
@@ -506,6 +516,9 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 		for _, g := range r.bench {
 			cell := func(unit string) string {
 				if v, ok := g.metrics[unit]; ok {
+					if unit == "allocs/op" || unit == "B/op" {
+						return thousands(median(v))
+					}
 					return fmtNum(median(v))
 				}
 				return ""
