@@ -178,7 +178,9 @@ func (e *Engine) publishEvent(workflowID string, ev store.Event, local bool) {
 	if !e.seen.advance(ev.RunID, ev.Seq) && !local {
 		return
 	}
-	e.hub.Publish(ev.RunID, Message{Event: &ev, lines: &lineCache{}})
+	m := Message{Event: new(store.Event), lines: &lineCache{}}
+	*m.Event = ev // a copy on the heap only when there are subscribers
+	e.hub.Publish(ev.RunID, m)
 }
 
 // Runs returns the ids of the runs that have subscribers.

@@ -97,7 +97,8 @@ func (e *runEntry) set(r store.Run) {
 		e.run = nil
 		return
 	}
-	e.run = &r
+	explicit := r // only this copy escapes, not every r
+	e.run = &explicit
 }
 
 func (e *runEntry) version() int64 {
