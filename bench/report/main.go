@@ -319,6 +319,10 @@ func (r *results) targets() []target {
 	ratioTarget("GET cli, :memory:", "get_cli", "memory", 0.75)
 	p99Target("GET cli, :memory:", "get_cli", "memory")
 	ratioTarget("Durable transition, SQLite (64 runs)", "transition", "sqlite", 0.30)
+	if a, ok := r.agg("transition", "sqlite-gmp2"); ok && a.hasRatio {
+		t := &ts[len(ts)-1]
+		t.measured += fmt.Sprintf("; with GOMAXPROCS=2 (c′) %.0f%% (%s rps)", a.ratio*100, thousands(a.rps))
+	}
 
 	f := target{name: "10,000 subscribers: p99 delivery < 100 ms (all deliveries, and at the last subscriber)"}
 	if len(r.fanout) > 0 {
