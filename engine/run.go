@@ -140,6 +140,12 @@ func decodeData(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
+// NotInWorkflow is the ENotFound error for a run looked up under the
+// scoped API of a workflow it does not belong to.
+func NotInWorkflow(runID, workflowID string) error {
+	return protocol.Errorf(protocol.ENotFound, "Run not found: run %s does not belong to workflow %q.", runID, workflowID)
+}
+
 // TransitionOptions qualify Transition.
 type TransitionOptions struct {
 	// IfMatch, when not 0, is the version the caller saw; if the run has
@@ -147,6 +153,9 @@ type TransitionOptions struct {
 	IfMatch int64
 	// Actor names who fires the transition (the token name, or anonymous).
 	Actor string
+	// Workflow, when set, is the only workflow the run may belong to (the
+	// scoped API /w/{workflow_id}/): a run of another is ENotFound.
+	Workflow string
 	// task marks a transition fired by a background task.
 	task *store.Task
 }
@@ -242,6 +251,9 @@ func sameBytes(a, b []byte) bool {
 
 // plan validates action against r and returns the commit that applies it.
 func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionOptions) (*store.Commit, error) {
+	if o.Workflow != "" && r.WorkflowID != o.Workflow {
+		return nil, NotInWorkflow(r.ID, o.Workflow)
+	}
 	if o.IfMatch != 0 && o.IfMatch != r.Version {
 		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).
 			With("version", r.Version).With("state", r.State)

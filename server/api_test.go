@@ -356,6 +356,12 @@ func TestScopedAPI(t *testing.T) {
 	if r := e.do("GET", "/w/config-wizard-v1/runs/"+f.RunID, nil); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
 		t.Fatalf("cross-workflow read: %d %s", r.status, r.body)
 	}
+	if r := e.do("POST", "/w/config-wizard-v1/runs/"+f.RunID+"/transitions/submit", map[string]any{"amount": 1, "description": "x"}); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
+		t.Fatalf("cross-workflow transition: %d %s", r.status, r.body)
+	}
+	if g := frame(t, e.do("GET", "/runs/"+f.RunID, nil), 200); g.State != "SUBMIT" {
+		t.Fatalf("a refused cross-workflow transition moved the run to %s", g.State)
+	}
 	if r := e.do("POST", "/w/config-wizard-v1/runs", map[string]any{"workflow_id": "expense-approval-v1"}); r.status != 400 {
 		t.Fatalf("mismatched workflow_id: %d", r.status)
 	}

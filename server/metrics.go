@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,17 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	series   sync.Map // seriesKey -> *series: label lookups once per combination
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type series struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 func newMetrics(e *engine.Engine) *metrics {
@@ -63,8 +75,17 @@ func newMetrics(e *engine.Engine) *metrics {
 }
 
 func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+	k := seriesKey{route, method, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			count:   m.requests.WithLabelValues(route, method, strconv.Itoa(status)),
+			latency: m.latency.WithLabelValues(route, method),
+		})
+	}
+	s := v.(*series)
+	s.count.Inc()
+	s.latency.Observe(d.Seconds())
 }
 
 func (m *metrics) handler() http.Handler {

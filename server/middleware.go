@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asmp-dev/asmp/auth"
@@ -76,7 +77,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		elapsed := time.Since(start)
 		if s.metrics != nil {
-			s.metrics.observe(route, r.Method, status, elapsed)
+			s.metrics.observe(route, methodLabel(r.Method), status, elapsed)
 		}
 		level := slog.LevelDebug
 		if status >= 500 {
@@ -89,6 +90,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
+// methodLabel bounds the method label of metrics: any method outside the
+// standard ones is OTHER, so that clients cannot invent label values.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
 // routed is the innermost middleware: it passes the pattern the mux chose
 // back to observe.
 func routed(mux *http.ServeMux) http.Handler {
@@ -99,6 +111,16 @@ func routed(mux *http.ServeMux) http.Handler {
 		}
 	})
 }
+
+// idPrefix makes request ids unique across processes; idSeq within one.
+var (
+	idPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	idSeq atomic.Uint64
+)
 
 func requestID(given string) string {
 	if given != "" && len(given) <= 64 {
@@ -113,9 +135,7 @@ func requestID(given string) string {
 			return given
 		}
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return idPrefix + "-" + strconv.FormatUint(idSeq.Add(1), 36)
 }
 
 // clientKey names the client for limits: the principal when a token was

@@ -213,7 +213,7 @@ func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
 		return nil, err
 	}
 	if c.wf != "" && run.WorkflowID != c.wf {
-		return nil, protocol.Errorf(protocol.ENotFound, "Run not found: run %s does not belong to workflow %q.", id, c.wf)
+		return nil, engine.NotInWorkflow(id, c.wf)
 	}
 	return run, nil
 }
@@ -282,23 +282,26 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, c *call) err
 		return err
 	}
 	action := r.PathValue("action")
-	run, err := s.loadRun(r, c) // 404 before anything else
-	if err != nil {
-		return err
-	}
 	input, err := protocol.DecodeObject(raw, s.opts.MaxDepth)
 	if err != nil {
-		// A bad body is a 400 only for an action that is offered now;
-		// otherwise the caller first needs to learn what is (403).
+		// An unknown run is a 404 first; a bad body is a 400 only for an
+		// action that is offered now, otherwise the caller first needs to
+		// learn what is (403).
+		run, lerr := s.loadRun(r, c)
+		if lerr != nil {
+			return lerr
+		}
 		if oerr := s.e.CheckOffered(run, action); oerr != nil {
 			return oerr
 		}
 		return err
 	}
+	// The engine reads the run itself (under its lock): no read here.
+	opts := engine.TransitionOptions{IfMatch: ifMatch, Actor: c.actor.Name, Workflow: c.wf}
 	if wantsNDJSON(r) {
-		return s.transitionStream(w, r, c, run.ID, action, input, ifMatch)
+		return s.transitionStream(w, r, c, r.PathValue("run_id"), action, input, opts)
 	}
-	next, err := s.e.Transition(r.Context(), run.ID, action, input, engine.TransitionOptions{IfMatch: ifMatch, Actor: c.actor.Name})
+	next, err := s.e.Transition(r.Context(), r.PathValue("run_id"), action, input, opts)
 	if err != nil {
 		return err
 	}

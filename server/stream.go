@@ -232,7 +232,7 @@ func (s *Server) follow(r *http.Request, sw *streamWriter, sub *engine.Subscript
 // if the run ends up processing, it answers 202 and streams frames on the
 // same connection until the run leaves processing; otherwise it answers
 // with the frame as usual.
-func (s *Server) transitionStream(w http.ResponseWriter, r *http.Request, c *call, runID, action string, input map[string]any, ifMatch int64) error {
+func (s *Server) transitionStream(w http.ResponseWriter, r *http.Request, c *call, runID, action string, input map[string]any, opts engine.TransitionOptions) error {
 	release, err := s.acquireStream(r)
 	if err != nil {
 		return err
@@ -240,7 +240,7 @@ func (s *Server) transitionStream(w http.ResponseWriter, r *http.Request, c *cal
 	defer release()
 	sub := s.e.Hub().Subscribe(runID)
 	defer sub.Close()
-	next, err := s.e.Transition(r.Context(), runID, action, input, engine.TransitionOptions{IfMatch: ifMatch, Actor: c.actor.Name})
+	next, err := s.e.Transition(r.Context(), runID, action, input, opts)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -217,6 +218,14 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		return err
 	}
 	defer st.Close()
+	if _, ok := st.(*sqlite.Store); ok && runtime.GOMAXPROCS(0) < 2 {
+		// On one CPU Go runs one goroutine at a time, and the SQLite
+		// writer's fsync would hold it: with two, requests keep being
+		// served while a group commit waits for the disk (3-4x the durable
+		// transition rate when pinned to one core; docs/PERFORMANCE.md).
+		runtime.GOMAXPROCS(2)
+		log.Info("raised GOMAXPROCS to 2 so that request handling overlaps SQLite's fsync")
+	}
 	executor, execDesc, err := newExecutor(f.exec, log)
 	if err != nil {
 		return err
