@@ -34,10 +34,12 @@ func infoOf(ctx context.Context) *requestInfo {
 	return ri
 }
 
-// statusWriter records the status code written.
+// statusWriter records the status code written; it also carries the
+// request's info, so that one allocation serves both.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	info   requestInfo
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -63,9 +65,10 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: requestID(r.Header.Get("X-Request-Id"))}
-		w.Header().Set("X-Request-Id", ri.id)
 		sw := &statusWriter{ResponseWriter: w}
+		ri := &sw.info
+		ri.id = requestID(r.Header.Get("X-Request-Id"))
+		w.Header()["X-Request-Id"] = []string{ri.id}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))
 		status := sw.status
 		if status == 0 {
@@ -82,6 +85,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		level := slog.LevelDebug
 		if status >= 500 {
 			level = slog.LevelError
+		}
+		if !s.log.Enabled(r.Context(), level) {
+			return
 		}
 		s.log.LogAttrs(r.Context(), level, "request",
 			slog.String("request_id", ri.id), slog.String("method", r.Method), slog.String("route", route),

@@ -251,8 +251,9 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", run.ETag())
-	w.Header().Set("Cache-Control", "no-store")
+	h := w.Header()
+	h["Etag"] = []string{run.ETag()}
+	h["Cache-Control"] = noStore
 	httpx.WriteJSON(w, http.StatusOK, s.e.CLI(run))
 	return nil
 }
@@ -413,11 +414,16 @@ func intParam(r *http.Request, name string, def int64) (int64, error) {
 	return n, nil
 }
 
+// noStore is the shared value of Cache-Control on every frame and CLI
+// answer (net/http never modifies header value slices).
+var noStore = []string{"no-store"}
+
 func writeFrame(w http.ResponseWriter, status int, f protocol.Frame, etag string) {
+	h := w.Header()
 	if etag != "" {
-		w.Header().Set("ETag", etag)
+		h["Etag"] = []string{etag} // canonical form of ETag: no re-canonicalising per request
 	}
-	w.Header().Set("Cache-Control", "no-store")
+	h["Cache-Control"] = noStore
 	httpx.WriteJSON(w, status, f)
 }
 
