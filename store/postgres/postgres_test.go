@@ -443,6 +443,9 @@ func listen(t *testing.T, s *postgres.Store) <-chan note {
 
 // waitListening waits until a backend with that application_name is
 // listening, so no notification is sent before LISTEN is in effect.
+// waitListening waits until the connection named app is idle after its
+// LISTEN (or after one of the listener's pings, which replace the last
+// query pg_stat_activity shows).
 func waitListening(t *testing.T, u, app string) {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), u)
@@ -454,7 +457,7 @@ func waitListening(t *testing.T, u, app string) {
 	for time.Now().Before(deadline) {
 		var n int
 		if err := conn.QueryRow(t.Context(), `SELECT COUNT(*) FROM pg_stat_activity
-			WHERE application_name = $1 AND query LIKE 'LISTEN %' AND state = 'idle'`, app).Scan(&n); err != nil {
+			WHERE application_name = $1 AND (query LIKE 'LISTEN %' OR query = '-- ping') AND state = 'idle'`, app).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
