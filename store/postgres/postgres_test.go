@@ -442,10 +442,9 @@ func listen(t *testing.T, s *postgres.Store) <-chan note {
 }
 
 // waitListening waits until a backend with that application_name is
-// listening, so no notification is sent before LISTEN is in effect.
-// waitListening waits until the connection named app is idle after its
-// LISTEN (or after one of the listener's pings, which replace the last
-// query pg_stat_activity shows).
+// listening, so no notification is sent before LISTEN is in effect: idle
+// after its LISTEN, or after one of the listener's pings (which replace
+// the last query pg_stat_activity shows).
 func waitListening(t *testing.T, u, app string) {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), u)
