@@ -97,9 +97,11 @@ type Engine struct {
 	pending map[string]*pendingCommit // runs' queued commits
 	hub     *Hub
 	metrics *Metrics
-	seen    seenSeqs
-	wakeMu  sync.Mutex
-	wake    func() // wakes a task worker when a task is enqueued
+	// workflowIDs are the served workflows: workers claim only their tasks.
+	workflowIDs []string
+	seen        seenSeqs
+	wakeMu      sync.Mutex
+	wake        func() // wakes a task worker when a task is enqueued
 }
 
 func (e *Engine) setWake(f func()) {
@@ -160,6 +162,7 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 			e.skills[s.Skill.Path] = s.Skill
 		}
 	}
+	e.workflowIDs = e.WorkflowIDs()
 	e.def = e.order[0]
 	if opts.Default != "" {
 		d, ok := e.defs[opts.Default]

@@ -118,7 +118,7 @@ func (w *Workers) loop() {
 		if w.stopping() || w.ctx.Err() != nil {
 			return
 		}
-		task, ok, err := w.e.store.ClaimTask(w.ctx, w.opts.Owner, w.e.now(), w.opts.Lease)
+		task, ok, err := w.e.store.ClaimTask(w.ctx, w.opts.Owner, w.e.now(), w.opts.Lease, w.e.workflowIDs)
 		if err != nil && w.ctx.Err() == nil {
 			w.e.log.Error("claiming a task failed", "err", err)
 		}
@@ -144,6 +144,15 @@ func (w *Workers) run(t store.Task) {
 	log := e.log.With("task", t.ID, "run", t.RunID, "state", t.State, "attempt", t.Attempts)
 	bg := context.Background()
 	r, err := e.GetRun(bg, t.RunID)
+	if err != nil && protocol.ErrorCode(err) != protocol.ENotFound {
+		// The store is unreachable (or the run cannot be read): hand the
+		// task back rather than lose it.
+		log.Warn("cannot read the task's run; handing the task back", "err", err)
+		if rerr := e.store.ReleaseTask(bg, t.ID, w.opts.Owner); rerr != nil {
+			log.Warn("releasing the task failed; its lease will expire", "err", rerr)
+		}
+		return
+	}
 	if err != nil || r.Version != t.Version || r.State != t.State || r.Snapshot.Status != protocol.StatusProcessing {
 		// The run moved on (or vanished): the task has nothing left to do.
 		if ferr := e.store.FinishTask(bg, t.ID); ferr != nil {

@@ -155,11 +155,13 @@ type Store interface {
 	CountRuns(ctx context.Context) (map[string]int64, error)
 
 	// ClaimTask hands one claimable task to owner: a pending task, or a
-	// running one whose lease ended before now. The claimed task is running,
-	// owned by owner until now+lease, with Attempts incremented. ok is false
-	// when no task is claimable. Two callers never claim the same task for
+	// running one whose lease ended before now, oldest first, whose run
+	// belongs to one of workflows (nil: any workflow), so that a process
+	// never takes a task it cannot run. The claimed task is running, owned
+	// by owner until now+lease, with Attempts incremented. ok is false when
+	// no task is claimable. Two callers never claim the same task for
 	// overlapping leases.
-	ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (t Task, ok bool, err error)
+	ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (t Task, ok bool, err error)
 
 	// ExtendTask renews owner's lease on a running task until the given
 	// time. ErrConflict if owner no longer holds it.

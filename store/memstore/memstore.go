@@ -263,11 +263,17 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 }
 
 // ClaimTask implements store.Store.
-func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (store.Task, bool, error) {
+func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range s.queue {
 		t := s.tasks[id]
+		if workflows != nil {
+			e, ok := s.runs[t.RunID]
+			if !ok || !slices.Contains(workflows, e.wf) {
+				continue
+			}
+		}
 		if t.Status == store.TaskPending || (t.Status == store.TaskRunning && now.After(t.LeaseUntil)) {
 			t.Status = store.TaskRunning
 			t.Owner = owner

@@ -375,7 +375,7 @@ func TestReplicasClaim(t *testing.T) {
 			defer wg.Done()
 			owner := fmt.Sprintf("w%d", w)
 			for {
-				tk, ok, err := s.ClaimTask(ctx, owner, t0, time.Hour)
+				tk, ok, err := s.ClaimTask(ctx, owner, t0, time.Hour, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -404,7 +404,7 @@ func TestReplicasClaim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				tk, ok, err := s.ClaimTask(ctx, "late", later, time.Hour)
+				tk, ok, err := s.ClaimTask(ctx, "late", later, time.Hour, nil)
 				if err != nil || !ok {
 					return
 				}

@@ -246,21 +246,22 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 // concurrent claimers (in any process) skip each other's rows; a row whose
 // claim committed meanwhile is re-checked against the WHERE clause and
 // skipped.
-func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (store.Task, bool, error) {
+func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
 	var leaseUntil *time.Time
 	err := s.pool.QueryRow(ctx, `WITH c AS (
-			SELECT id FROM tasks
-			WHERE status <> 'done' -- the tasks_open index
-			  AND (status = 'pending' OR (status = 'running' AND lease_until < $1))
-			ORDER BY created_at, id
+			SELECT tasks.id FROM tasks
+			WHERE tasks.status <> 'done' -- the tasks_open index
+			  AND (tasks.status = 'pending' OR (tasks.status = 'running' AND tasks.lease_until < $1))
+			  AND ($4::text[] IS NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = tasks.run_id AND r.workflow_id = ANY($4::text[])))
+			ORDER BY tasks.created_at, tasks.id
 			LIMIT 1
-			FOR UPDATE SKIP LOCKED
+			FOR UPDATE OF tasks SKIP LOCKED
 		)
 		UPDATE tasks t SET status = 'running', owner = $2, lease_until = $3, attempts = t.attempts + 1, updated_at = $1
 		FROM c WHERE t.id = c.id
 		RETURNING t.id, t.run_id, t.state, t.version, t.attempts, t.status, t.owner, t.lease_until, t.created_at, t.updated_at`,
-		now, owner, now.Add(lease)).
+		now, owner, now.Add(lease), workflows).
 		Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &t.Status, &t.Owner, &leaseUntil, &t.CreatedAt, &t.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Task{}, false, nil

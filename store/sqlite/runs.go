@@ -226,14 +226,20 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 }
 
 // ClaimTask implements store.Store.
-func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration) (store.Task, bool, error) {
+func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
 	var found bool
+	only := "" // a JSON array of workflow ids, or "" for any workflow
+	if workflows != nil {
+		b, _ := json.Marshal(workflows)
+		only = string(b)
+	}
 	err := s.write(ctx, func(tx wtx) error {
 		var leaseUntil, created, updated int64
 		err := tx.QueryRow(`SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until FROM tasks
-			WHERE status = 'pending' OR (status = 'running' AND lease_until < ?)
-			ORDER BY created_at, id LIMIT 1`, nanos(now)).
+			WHERE (status = 'pending' OR (status = 'running' AND lease_until < ?))
+			  AND (? = '' OR run_id IN (SELECT id FROM runs WHERE workflow_id IN (SELECT value FROM json_each(?))))
+			ORDER BY created_at, id LIMIT 1`, nanos(now), only, only).
 			Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &created, &updated, &leaseUntil)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"TaskLeaseExpiry", testTaskLeaseExpiry},
 		{"TaskConcurrentClaim", testTaskConcurrentClaim},
 		{"TaskReleaseAndFinish", testTaskReleaseAndFinish},
+		{"TaskClaimByWorkflow", testTaskClaimByWorkflow},
 		{"LedgerAppend", testLedgerAppend},
 		{"LedgerBuildError", testLedgerBuildError},
 		{"LedgerConcurrentSeq", testLedgerConcurrentSeq},
@@ -279,11 +280,11 @@ func testTaskLifecycle(t *testing.T, s store.Store) {
 	if n, _ := s.PendingTasks(ctx()); n != 1 {
 		t.Fatalf("PendingTasks = %d, want 1", n)
 	}
-	got, ok, err := s.ClaimTask(ctx(), "w1", t0, time.Minute)
+	got, ok, err := s.ClaimTask(ctx(), "w1", t0, time.Minute, nil)
 	if err != nil || !ok || got.ID != "tr.1" || got.Owner != "w1" || got.Attempts != 1 || got.Status != store.TaskRunning || got.Version != 1 || got.State != "WORK" || got.RunID != "tr" {
 		t.Fatalf("ClaimTask = %+v, %v, %v", got, ok, err)
 	}
-	if _, ok, _ := s.ClaimTask(ctx(), "w2", t0.Add(time.Second), time.Minute); ok {
+	if _, ok, _ := s.ClaimTask(ctx(), "w2", t0.Add(time.Second), time.Minute, nil); ok {
 		t.Fatal("a task under lease was claimed twice")
 	}
 	if err := s.ExtendTask(ctx(), "tr.1", "w2", t0.Add(time.Hour)); !errors.Is(err, store.ErrConflict) {
@@ -299,11 +300,11 @@ func testTaskLifecycle(t *testing.T, s store.Store) {
 	if err := s.CommitRun(ctx(), 1, next); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, _ = s.ClaimTask(ctx(), "w1", t0.Add(2*time.Hour), time.Minute)
+	got, ok, _ = s.ClaimTask(ctx(), "w1", t0.Add(2*time.Hour), time.Minute, nil)
 	if !ok || got.ID != "tr.2" {
 		t.Fatalf("after completion ClaimTask = %+v, %v; want tr.2", got, ok)
 	}
-	if _, ok, _ := s.ClaimTask(ctx(), "w1", t0.Add(2*time.Hour), time.Minute); ok {
+	if _, ok, _ := s.ClaimTask(ctx(), "w1", t0.Add(2*time.Hour), time.Minute, nil); ok {
 		t.Fatal("a completed task was claimable")
 	}
 	// A lost CAS must not enqueue or complete anything.
@@ -324,10 +325,10 @@ func testTaskLeaseExpiry(t *testing.T, s store.Store) {
 	if err := s.CreateRun(ctx(), c); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.ClaimTask(ctx(), "dead", t0, time.Minute); !ok {
+	if _, ok, _ := s.ClaimTask(ctx(), "dead", t0, time.Minute, nil); !ok {
 		t.Fatal("no task to claim")
 	}
-	got, ok, err := s.ClaimTask(ctx(), "alive", t0.Add(2*time.Minute), time.Minute)
+	got, ok, err := s.ClaimTask(ctx(), "alive", t0.Add(2*time.Minute), time.Minute, nil)
 	if err != nil || !ok || got.Owner != "alive" || got.Attempts != 2 {
 		t.Fatalf("reclaim after lease = %+v, %v, %v; want attempt 2 by alive", got, ok, err)
 	}
@@ -354,7 +355,7 @@ func testTaskConcurrentClaim(t *testing.T, s store.Store) {
 			defer wg.Done()
 			owner := fmt.Sprintf("w%d", w)
 			for {
-				tk, ok, err := s.ClaimTask(ctx(), owner, t0, time.Hour)
+				tk, ok, err := s.ClaimTask(ctx(), owner, t0, time.Hour, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -383,14 +384,14 @@ func testTaskReleaseAndFinish(t *testing.T, s store.Store) {
 	if err := s.CreateRun(ctx(), c); err != nil {
 		t.Fatal(err)
 	}
-	s.ClaimTask(ctx(), "w1", t0, time.Hour)
+	s.ClaimTask(ctx(), "w1", t0, time.Hour, nil)
 	if err := s.ReleaseTask(ctx(), "rel.1", "w2"); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("ReleaseTask by non-owner = %v", err)
 	}
 	if err := s.ReleaseTask(ctx(), "rel.1", "w1"); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, _ := s.ClaimTask(ctx(), "w2", t0, time.Hour)
+	got, ok, _ := s.ClaimTask(ctx(), "w2", t0, time.Hour, nil)
 	if !ok || got.Owner != "w2" {
 		t.Fatalf("released task not claimable: %+v %v", got, ok)
 	}
@@ -405,6 +406,38 @@ func testTaskReleaseAndFinish(t *testing.T, s store.Store) {
 	}
 	if err := s.FinishTask(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("FinishTask(missing) = %v", err)
+	}
+}
+
+// testTaskClaimByWorkflow: a process claims only tasks of the workflows it
+// serves (replicas during a rolling deploy may serve different sets).
+func testTaskClaimByWorkflow(t *testing.T, s store.Store) {
+	old := NewRun("wf-old")
+	old.Run.WorkflowID = "old-v1"
+	old.Enqueue = task("wf-old.1", "wf-old", 1)
+	if err := s.CreateRun(ctx(), old); err != nil {
+		t.Fatal(err)
+	}
+	cur := NewRun("wf-new")
+	cur.Run.WorkflowID = "new-v1"
+	cur.Enqueue = task("wf-new.1", "wf-new", 1)
+	cur.Enqueue.CreatedAt = t0.Add(time.Second) // younger than wf-old.1
+	if err := s.CreateRun(ctx(), cur); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.ClaimTask(ctx(), "w-new", t0, time.Hour, []string{"new-v1", "other-v1"})
+	if err != nil || !ok || got.ID != "wf-new.1" {
+		t.Fatalf("ClaimTask(new-v1) = %+v, %v, %v; want wf-new.1 (not the older task of old-v1)", got, ok, err)
+	}
+	if got, ok, _ := s.ClaimTask(ctx(), "w-new", t0, time.Hour, []string{"new-v1"}); ok {
+		t.Fatalf("claimed %s, a task of a workflow not served", got.ID)
+	}
+	if _, ok, _ := s.ClaimTask(ctx(), "w-none", t0, time.Hour, []string{}); ok {
+		t.Fatal("an empty workflow list claimed a task")
+	}
+	got, ok, _ = s.ClaimTask(ctx(), "w-any", t0, time.Hour, nil)
+	if !ok || got.ID != "wf-old.1" {
+		t.Fatalf("ClaimTask(any) = %+v, %v; want wf-old.1", got, ok)
 	}
 }
 
