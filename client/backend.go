@@ -79,14 +79,7 @@ type TransitionOptions struct {
 }
 
 // WorkflowInfo is one entry of the workflow catalog.
-type WorkflowInfo struct {
-	WorkflowID   string   `json:"workflow_id"`
-	Description  string   `json:"description,omitempty"`
-	InitialState string   `json:"initial_state"`
-	States       []string `json:"states"`
-	StartHref    string   `json:"start_href"`
-	Default      bool     `json:"default,omitempty"`
-}
+type WorkflowInfo = protocol.WorkflowInfo
 
 // Content is a resource's body and media type.
 type Content struct {
@@ -94,25 +87,12 @@ type Content struct {
 	MimeType string
 }
 
-// EventLog is a run's history.
-type EventLog struct {
-	RunID      string  `json:"run_id"`
-	WorkflowID string  `json:"workflow_id"`
-	Events     []Event `json:"events"`
-}
+// EventLog is a run's history (GET /runs/{run_id}/events).
+type EventLog = protocol.EventLog
 
 // Event is one entry of a run's history: its creation, a transition, or a
 // task failure.
-type Event struct {
-	ID     int64     `json:"id"`
-	Time   time.Time `json:"time"`
-	Kind   string    `json:"kind"`
-	Action string    `json:"action,omitempty"`
-	From   string    `json:"from,omitempty"`
-	To     string    `json:"to"`
-	Actor  string    `json:"actor"`
-	Status string    `json:"status"`
-}
+type Event = protocol.Event
 
 // StreamOptions qualify Stream. A nil *StreamOptions means defaults.
 type StreamOptions struct {

@@ -79,16 +79,7 @@ func (l *Local) Discover(ctx context.Context) (*RunFrame, error) {
 
 // Workflows returns the served workflows.
 func (l *Local) Workflows(ctx context.Context) ([]WorkflowInfo, error) {
-	var out []WorkflowInfo
-	for _, d := range l.e.Workflows() {
-		info := WorkflowInfo{WorkflowID: d.ID, Description: d.Description, InitialState: d.InitialState,
-			StartHref: engine.StartHref(l.base, d.ID), Default: d == l.e.Default()}
-		for _, st := range d.States {
-			info.States = append(info.States, st.Name)
-		}
-		out = append(out, info)
-	}
-	return out, nil
+	return l.e.Catalog(l.base, ""), nil
 }
 
 // StartRun creates a run.
@@ -223,15 +214,9 @@ func (l *Local) Events(ctx context.Context, runID string) (*EventLog, error) {
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
-	evs, err := l.e.Events(ctx, runID, 0, 0)
+	log, err := l.e.EventLog(ctx, r, 0, 0)
 	if err != nil {
 		return nil, fromProtocol(err)
-	}
-	log := &EventLog{RunID: r.ID, WorkflowID: r.WorkflowID, Events: make([]Event, len(evs))}
-	for i := range evs {
-		ev := &evs[i]
-		log.Events[i] = Event{ID: ev.Seq, Time: ev.Time.UTC(), Kind: ev.Kind, Action: ev.Action, From: ev.From, To: ev.To,
-			Actor: ev.Actor, Status: engine.StatusAfter(r.Def, ev)}
 	}
 	return log, nil
 }

@@ -134,29 +134,8 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request, c *call) erro
 	return nil
 }
 
-// WorkflowInfo is one entry of GET /workflows.
-type WorkflowInfo struct {
-	WorkflowID   string   `json:"workflow_id"`
-	Description  string   `json:"description,omitempty"`
-	InitialState string   `json:"initial_state"`
-	States       []string `json:"states"`
-	StartHref    string   `json:"start_href"`
-	Default      bool     `json:"default,omitempty"`
-}
-
 func (s *Server) workflows(w http.ResponseWriter, r *http.Request, c *call) error {
-	out := []WorkflowInfo{}
-	for _, d := range s.e.Workflows() {
-		if c.wf != "" && d.ID != c.wf {
-			continue
-		}
-		info := WorkflowInfo{WorkflowID: d.ID, Description: d.Description, InitialState: d.InitialState, StartHref: engine.StartHref(c.root, d.ID), Default: d == s.e.Default()}
-		for _, st := range d.States {
-			info.States = append(info.States, st.Name)
-		}
-		out = append(out, info)
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"workflows": out})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"workflows": s.e.Catalog(c.root, c.wf)})
 	return nil
 }
 
@@ -360,18 +339,6 @@ func (s *Server) skill(w http.ResponseWriter, r *http.Request, c *call) error {
 	return nil
 }
 
-// EventInfo is one entry of GET /runs/{run_id}/events.
-type EventInfo struct {
-	ID     int64  `json:"id"`
-	Time   string `json:"time"`
-	Kind   string `json:"kind"`
-	Action string `json:"action,omitempty"`
-	From   string `json:"from,omitempty"`
-	To     string `json:"to"`
-	Actor  string `json:"actor"`
-	Status string `json:"status"`
-}
-
 func (s *Server) events(w http.ResponseWriter, r *http.Request, c *call) error {
 	run, err := s.loadRun(r, c)
 	if err != nil {
@@ -385,21 +352,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	evs, err := s.e.Events(r.Context(), run.ID, after, int(limit))
+	log, err := s.e.EventLog(r.Context(), run, after, int(limit))
 	if err != nil {
 		return err
 	}
-	out := make([]EventInfo, len(evs))
-	for i, ev := range evs {
-		out[i] = EventInfo{ID: ev.Seq, Time: ev.Time.UTC().Format(time.RFC3339Nano), Kind: ev.Kind, Action: ev.Action, From: ev.From, To: ev.To, Actor: ev.Actor, Status: statusAfter(run, &ev)}
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"run_id": run.ID, "workflow_id": run.WorkflowID, "events": out})
+	httpx.WriteJSON(w, http.StatusOK, log)
 	return nil
-}
-
-func statusAfter(run *engine.Run, ev *store.Event) string {
-	r := &engine.Run{Run: store.Run{ID: run.ID, WorkflowID: run.WorkflowID, Snapshot: ev.Snapshot}, Def: run.Def}
-	return r.Status()
 }
 
 func intParam(r *http.Request, name string, def int64) (int64, error) {
