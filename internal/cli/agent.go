@@ -45,6 +45,16 @@ func (f *agentFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON for machines (see docs/CLI_JSON.md) instead of text")
 }
 
+// client returns a client of the server runID lives on (see
+// agentServerFor), with the token of $ASMP_TOKEN.
+func (f *agentFlags) client(env *Env, runID string) (*client.Client, error) {
+	server, err := agentServerFor(env, f.server, runID)
+	if err != nil {
+		return nil, err
+	}
+	return agentClient(env, server)
+}
+
 func agentGetenv(env *Env) func(string) string {
 	if env.Getenv != nil {
 		return env.Getenv
@@ -240,11 +250,7 @@ against (If-Match); otherwise nothing happens and the error says so.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID, input := args[0], args[1:]
-			server, err := agentServerFor(env, f.server, runID)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			c, err := agentClient(env, server)
+			c, err := f.client(env, runID)
 			if err != nil {
 				return agentError(out, f.json, err)
 			}
@@ -315,11 +321,7 @@ func newShowCmd(env *Env) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			server, err := agentServerFor(env, f.server, args[0])
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			c, err := agentClient(env, server)
+			c, err := f.client(env, args[0])
 			if err != nil {
 				return agentError(out, f.json, err)
 			}
@@ -351,11 +353,7 @@ after a dropped connection.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID := args[0]
-			server, err := agentServerFor(env, f.server, runID)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			c, err := agentClient(env, server)
+			c, err := f.client(env, runID)
 			if err != nil {
 				return agentError(out, f.json, err)
 			}

@@ -81,13 +81,9 @@ command failed, 3 when the invocation was refused, 1 on any other error.`,
 			if server == "" {
 				return fail(errors.New("no server: give --server URL or set ASMP_URL"))
 			}
-			in := map[string]any{}
-			if input != "" {
-				m, err := readInputFlag(env, input)
-				if err != nil {
-					return fail(err)
-				}
-				in = m
+			in, err := readInputFlag(env, input)
+			if err != nil {
+				return fail(err)
 			}
 			if key == "" {
 				key = invocationKey(args[0])
@@ -127,8 +123,12 @@ command failed, 3 when the invocation was refused, 1 on any other error.`,
 	return cmd
 }
 
-// readInputFlag reads --input: inline JSON, @FILE, or - for stdin.
+// readInputFlag reads --input: inline JSON, @FILE, or - for stdin; no
+// --input is an empty input.
 func readInputFlag(env *Env, v string) (map[string]any, error) {
+	if v == "" {
+		return map[string]any{}, nil
+	}
 	return readObjectFlag(env, "--input", v, "--input must be a JSON object keyed by the row's arg and flag names")
 }
 

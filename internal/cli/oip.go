@@ -624,13 +624,9 @@ one word per line; --json prints {"argv", "command", "invocation_method"}.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			fail := func(err error) error { return agentError(out, f.json, err) }
-			in := map[string]any{}
-			if input != "" {
-				m, err := readInputFlag(env, input)
-				if err != nil {
-					return fail(err)
-				}
-				in = m
+			in, err := readInputFlag(env, input)
+			if err != nil {
+				return fail(err)
 			}
 			var built *command.Command
 			if isRowFile(args[0]) {
