@@ -201,7 +201,7 @@ func (l *Local) InvokeTool(ctx context.Context, runID, tool string, input map[st
 
 // Resource reads a resource of the run's current state.
 func (l *Local) Resource(ctx context.Context, runID, path string) (*Content, error) {
-	c, err := l.e.ReadResource(ctx, runID, strings.TrimLeft(path, "/"))
+	c, err := l.e.ReadResource(ctx, runID, strings.TrimLeft(path, "/"), engine.ResourceOptions{})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}

@@ -15,13 +15,31 @@ import (
 type ToolOptions struct {
 	Actor  string
 	Scopes []string // the caller's scopes, passed to row invocations; nil = all
+	// Workflow, when set, is the only workflow the run may belong to (the
+	// scoped API): a run of another is ENotFound.
+	Workflow string
+}
+
+// ResourceOptions qualify ReadResource.
+type ResourceOptions struct {
+	// Workflow, when set, is the only workflow the run may belong to.
+	Workflow string
+}
+
+// getScoped is GetRun for a caller scoped to workflowID ("" = any).
+func (e *Engine) getScoped(ctx context.Context, runID, workflowID string) (*Run, error) {
+	r, err := e.GetRun(ctx, runID)
+	if err == nil && workflowID != "" && r.WorkflowID != workflowID {
+		return nil, NotInWorkflow(runID, workflowID)
+	}
+	return r, err
 }
 
 // InvokeTool runs tool name of the run's current state with input and
 // returns its result. EForbidden when the tool is not bound to the current
 // state, EInvalid when input does not match its expects.
 func (e *Engine) InvokeTool(ctx context.Context, runID, name string, input map[string]any, o ToolOptions) (any, error) {
-	r, err := e.GetRun(ctx, runID)
+	r, err := e.getScoped(ctx, runID, o.Workflow)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +101,8 @@ type Content struct {
 
 // ReadResource returns the content of resource p of the run's current state.
 // EForbidden when the resource is not bound to the current state.
-func (e *Engine) ReadResource(ctx context.Context, runID, p string) (*Content, error) {
-	r, err := e.GetRun(ctx, runID)
+func (e *Engine) ReadResource(ctx context.Context, runID, p string, o ResourceOptions) (*Content, error) {
+	r, err := e.getScoped(ctx, runID, o.Workflow)
 	if err != nil {
 		return nil, err
 	}

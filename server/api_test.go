@@ -359,6 +359,15 @@ func TestScopedAPI(t *testing.T) {
 	if r := e.do("POST", "/w/config-wizard-v1/runs/"+f.RunID+"/transitions/submit", map[string]any{"amount": 1, "description": "x"}); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
 		t.Fatalf("cross-workflow transition: %d %s", r.status, r.body)
 	}
+	if r := e.do("POST", "/w/config-wizard-v1/runs/"+f.RunID+"/invoke/policy_check", map[string]any{"amount": 1}); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
+		t.Fatalf("cross-workflow tool: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/w/config-wizard-v1/runs/"+f.RunID+"/resources/policy", nil); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
+		t.Fatalf("cross-workflow resource: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/w/expense-approval-v1/runs/"+f.RunID+"/resources/policy", nil); r.status != 200 {
+		t.Fatalf("scoped resource: %d %s", r.status, r.body)
+	}
 	if g := frame(t, e.do("GET", "/runs/"+f.RunID, nil), 200); g.State != "SUBMIT" {
 		t.Fatalf("a refused cross-workflow transition moved the run to %s", g.State)
 	}

@@ -294,14 +294,11 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	run, err := s.loadRun(r, c)
-	if err != nil {
-		return err
-	}
 	// A row-bound tool may run a command for as long as its row allows:
 	// the answer must not be cut off by the server's write timeout.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	res, err := s.e.InvokeTool(r.Context(), run.ID, r.PathValue("tool"), input, engine.ToolOptions{Actor: c.actor.Name, Scopes: c.actor.Scopes})
+	res, err := s.e.InvokeTool(r.Context(), r.PathValue("run_id"), r.PathValue("tool"), input,
+		engine.ToolOptions{Actor: c.actor.Name, Scopes: c.actor.Scopes, Workflow: c.wf})
 	if err != nil {
 		return err
 	}
@@ -310,11 +307,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 func (s *Server) resource(w http.ResponseWriter, r *http.Request, c *call) error {
-	run, err := s.loadRun(r, c)
-	if err != nil {
-		return err
-	}
-	content, err := s.e.ReadResource(r.Context(), run.ID, r.PathValue("path"))
+	content, err := s.e.ReadResource(r.Context(), r.PathValue("run_id"), r.PathValue("path"), engine.ResourceOptions{Workflow: c.wf})
 	if err != nil {
 		return err
 	}
