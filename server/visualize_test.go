@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 func TestVisualize(t *testing.T) {
@@ -48,8 +50,25 @@ func TestVisualize(t *testing.T) {
 	if r := e.do("GET", "/visualize?run_id=nope", nil); r.status != 404 {
 		t.Fatalf("unknown run: %d", r.status)
 	}
-	// Hostile hints and labels are escaped.
-	if strings.Contains(page, "<title>Start the config wizard.</title>") == false {
-		t.Errorf("state hints are shown as tooltips")
+	if !strings.Contains(page, "<title>Start the config wizard.</title>") {
+		t.Errorf("state hints are not shown as tooltips")
+	}
+}
+
+// Hints, descriptions and labels are text, never markup.
+func TestVisualizeEscapes(t *testing.T) {
+	b := workflow.New("hostile-v1", "A").Description(`<img src=x onerror=alert(1)>`)
+	b.State("A").Hint(`<script>alert("hint")</script>`)
+	b.State("B").Hint("b")
+	b.Transition("A", "go", "B").Expect(`<b>field</b>`, "string")
+	e := start(t, setup{defs: []*workflow.Definition{b.MustBuild()}})
+	page := string(e.do("GET", "/visualize", nil).body)
+	for _, raw := range []string{"<script>", "<img", "<b>field"} {
+		if strings.Contains(page, raw) {
+			t.Errorf("unescaped %q in the page", raw)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;") || !strings.Contains(page, "&lt;b&gt;field") {
+		t.Errorf("escaped text missing:\n%s", page)
 	}
 }
