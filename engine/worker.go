@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -228,10 +229,7 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 
 // apply fires the task's outcome on the run through the same
 // compare-and-set path as client transitions.
-func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, terr error, log interface {
-	Info(string, ...any)
-	Error(string, ...any)
-}) {
+func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, terr error, log *slog.Logger) {
 	e := w.e
 	bg := context.Background()
 	if terr == nil && action == "" {
