@@ -18,9 +18,13 @@ import (
 	"github.com/asmp-dev/asmp/protocol"
 )
 
-// requestInfo travels in a request's context from the outermost
-// middleware, which logs and measures, to the inner ones that learn the
-// route pattern and the principal.
+// requestInfo travels from the outermost middleware, which logs and
+// measures, to the inner ones that learn the route pattern and the
+// principal. It lives in the statusWriter observe hands down, found again
+// through the writer (and its Unwrap chain); only when user middleware
+// runs in between, which may wrap the writer without an Unwrap method, is
+// it also put in the request's context (copying the request costs an
+// allocation of ~600 bytes per request, avoided otherwise).
 type requestInfo struct {
 	id      string
 	pattern string
@@ -29,9 +33,18 @@ type requestInfo struct {
 
 type infoKey struct{}
 
-func infoOf(ctx context.Context) *requestInfo {
-	ri, _ := ctx.Value(infoKey{}).(*requestInfo)
-	return ri
+func infoOf(w http.ResponseWriter, r *http.Request) *requestInfo {
+	for {
+		switch x := w.(type) {
+		case *statusWriter:
+			return &x.info
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			ri, _ := r.Context().Value(infoKey{}).(*requestInfo)
+			return ri
+		}
+	}
 }
 
 // statusWriter records the status code written; it also carries the
@@ -69,7 +82,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ri := &sw.info
 		ri.id = requestID(r.Header.Get("X-Request-Id"))
 		w.Header()["X-Request-Id"] = []string{ri.id}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))
+		inner := r
+		if len(s.opts.Middleware) > 0 {
+			inner = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
+		}
+		next.ServeHTTP(sw, inner)
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
@@ -112,7 +129,7 @@ func methodLabel(m string) string {
 func routed(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(w, r)
-		if ri := infoOf(r.Context()); ri != nil {
+		if ri := infoOf(w, r); ri != nil {
 			ri.pattern = r.Pattern
 		}
 	})

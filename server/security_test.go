@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -173,5 +174,39 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// opaqueWriter wraps a ResponseWriter without an Unwrap method, as user
+// middleware may.
+type opaqueWriter struct{ http.ResponseWriter }
+
+// Request logs name the route and the principal whether or not user
+// middleware wraps the writer in between.
+func TestRequestLogsThroughUserMiddleware(t *testing.T) {
+	tokens, err := auth.NewTokens([]string{"runner=" + runnerSecret + ":read,runs"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, mw := range map[string][]func(http.Handler) http.Handler{
+		"none": nil,
+		"opaque writer": {func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				next.ServeHTTP(opaqueWriter{w}, r)
+			})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			logs := &lockedBuf{}
+			e := start(t, setup{opts: &server.Options{Authenticate: tokens.Authenticate, Middleware: mw,
+				Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
+			r := e.do("GET", "/workflows", nil, "Authorization", "Bearer "+runnerSecret)
+			if r.status != 200 {
+				t.Fatalf("GET /workflows: %d %s", r.status, r.body)
+			}
+			if !strings.Contains(logs.String(), `route="GET /workflows"`) || !strings.Contains(logs.String(), "principal=runner") {
+				t.Errorf("request log lacks the route or the principal:\n%s", logs.String())
+			}
+		})
 	}
 }

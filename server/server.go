@@ -200,7 +200,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			httpx.WriteError(w, s.log, err)
 			return
 		}
-		if ri := infoOf(r.Context()); ri != nil {
+		if ri := infoOf(w, r); ri != nil {
 			ri.actor = p.Name
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
