@@ -102,6 +102,8 @@ type Engine struct {
 	seen        seenSeqs
 	wakeMu      sync.Mutex
 	wake        func() // wakes a task worker when a task is enqueued
+	frames      frameCache
+	pure        map[string]map[string]bool // workflow -> state -> frames cacheable
 }
 
 func (e *Engine) setWake(f func()) {
@@ -176,6 +178,7 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	_, e.queued = st.(queuedCommitter)
 	e.hub.onEmpty = e.seen.drop
 	e.metrics = newMetrics()
+	e.pure = pureStates(e)
 	return e, nil
 }
 

@@ -93,6 +93,16 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 
 // GetRun returns the run's current value. ENotFound for an unknown run.
 func (e *Engine) GetRun(ctx context.Context, runID string) (*Run, error) {
+	sr, err := e.storedRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return e.view(sr)
+}
+
+// storedRun reads run runID from the store, after its queued commit if it
+// has one.
+func (e *Engine) storedRun(ctx context.Context, runID string) (store.Run, error) {
 	if e.queued {
 		// A transition of this run is queued: read the run as it leaves it
 		// (at most one group commit away), not the value before it.
@@ -106,11 +116,11 @@ func (e *Engine) GetRun(ctx context.Context, runID string) (*Run, error) {
 	sr, err := e.store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, notFound(runID)
+			return store.Run{}, notFound(runID)
 		}
-		return nil, internal("could not read the run", err)
+		return store.Run{}, internal("could not read the run", err)
 	}
-	return e.view(sr)
+	return sr, nil
 }
 
 func (e *Engine) view(sr store.Run) (*Run, error) {

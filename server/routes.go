@@ -183,9 +183,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, c *call) error
 
 // loadRun reads the path's run and checks it belongs to the scoping workflow.
 func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
-	id := runID(r)
-	if id == "" {
-		return nil, protocol.Errorf(protocol.EInvalid, "Name the run: use /runs/{run_id}/stream, or send its id in X-Run-Id or Mcp-Session-Id.")
+	id, err := requireRunID(r)
+	if err != nil {
+		return nil, err
 	}
 	run, err := s.e.GetRun(r.Context(), id)
 	if err != nil {
@@ -195,6 +195,14 @@ func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
 		return nil, engine.NotInWorkflow(id, c.wf)
 	}
 	return run, nil
+}
+
+// requireRunID returns runID(r), or an error when the request names no run.
+func requireRunID(r *http.Request) (string, error) {
+	if id := runID(r); id != "" {
+		return id, nil
+	}
+	return "", protocol.Errorf(protocol.EInvalid, "Name the run: use /runs/{run_id}/stream, or send its id in X-Run-Id or Mcp-Session-Id.")
 }
 
 // runID returns the run id of the path, or of the Mcp-Session-Id / X-Run-Id
@@ -211,17 +219,25 @@ func runID(r *http.Request) string {
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *call) error {
-	run, err := s.loadRun(r, c)
+	id, err := requireRunID(r)
 	if err != nil {
 		return err
 	}
-	etag := run.ETag()
-	if match := r.Header.Get("If-None-Match"); match != "" && match == etag {
-		w.Header().Set("ETag", etag)
+	f, err := s.e.EncodedFrame(r.Context(), id, c.base)
+	if err != nil {
+		return err
+	}
+	if c.wf != "" && f.WorkflowID != c.wf {
+		return engine.NotInWorkflow(id, c.wf)
+	}
+	h := w.Header()
+	h["Etag"] = []string{f.ETag}
+	if match := r.Header.Get("If-None-Match"); match != "" && match == f.ETag {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	writeFrame(w, http.StatusOK, s.e.Frame(run, c.base), etag)
+	h["Cache-Control"] = noStore
+	httpx.WriteEncoded(w, http.StatusOK, f.Body)
 	return nil
 }
 

@@ -241,6 +241,14 @@ type Guard struct {
 // is not, the reason shown as the hint of the 403.
 type GuardFunc func(data map[string]any) (ok bool, reason string)
 
+// Pure reports whether the guard's verdict depends on the run's data alone,
+// so that the same data always gets the same verdict: true for a nil guard
+// and for an expression that does not call now(), false for a Go Func
+// (which may consult anything).
+func (g *Guard) Pure() bool {
+	return g == nil || g.Func == nil && !g.prog.usesNow
+}
+
 // Allow evaluates the guard against data. A nil guard allows everything.
 func (g *Guard) Allow(data map[string]any) (bool, string) {
 	if g == nil {

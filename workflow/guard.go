@@ -5,10 +5,23 @@ import (
 	"strconv"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 )
 
-type guardProgram struct{ p *vm.Program }
+type guardProgram struct {
+	p       *vm.Program
+	usesNow bool // calls now(): the verdict may change with time alone
+}
+
+// nowFinder notes whether an expression calls the now() builtin.
+type nowFinder struct{ found bool }
+
+func (f *nowFinder) Visit(n *ast.Node) {
+	if b, ok := (*n).(*ast.BuiltinNode); ok && b.Name == "now" {
+		f.found = true
+	}
+}
 
 // compileGuard compiles an expr-lang expression over `data` that must
 // yield a boolean.
@@ -17,7 +30,10 @@ func compileGuard(src string) (guardProgram, error) {
 	if err != nil {
 		return guardProgram{}, err
 	}
-	return guardProgram{p: p}, nil
+	var f nowFinder
+	node := p.Node()
+	ast.Walk(&node, &f)
+	return guardProgram{p: p, usesNow: f.found}, nil
 }
 
 func (g guardProgram) eval(data map[string]any, reason string) (bool, string) {

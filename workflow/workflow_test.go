@@ -219,6 +219,31 @@ transitions: [{from: A, action: x, to: A, guard: {expr: '1 + 1', reason: r}}]
 	}
 }
 
+func TestGuardPurity(t *testing.T) {
+	d, err := workflow.Load("p.yaml", []byte(`
+workflow_id: pure-v1
+initial_state: A
+states: {A: {hint: a}}
+transitions:
+  - {from: A, action: data, to: A, guard: {expr: 'data.n > 10 && date("2020-01-01").Year() == 2020'}}
+  - {from: A, action: clock, to: A, guard: {expr: 'data.n > 10 || now().Year() > 2000'}}
+  - {from: A, action: none, to: A}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for action, want := range map[string]bool{"data": true, "clock": false, "none": true} {
+		tr, _ := d.Transition("A", action)
+		if got := tr.Guard.Pure(); got != want {
+			t.Errorf("guard of %s: Pure() = %v, want %v", action, got, want)
+		}
+	}
+	fn := &workflow.Guard{Func: func(map[string]any) (bool, string) { return true, "" }}
+	if fn.Pure() {
+		t.Error("a Go guard function is reported pure")
+	}
+}
+
 func TestGraphs(t *testing.T) {
 	d := examples.ConfigWizard()
 	m := d.Mermaid("CONFIRM")

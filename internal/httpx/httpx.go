@@ -76,6 +76,14 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
+// WriteEncoded writes body, JSON already encoded (with its final newline),
+// with status.
+func WriteEncoded(w http.ResponseWriter, status int, body []byte) {
+	w.Header()["Content-Type"] = contentTypeJSON
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
 // WriteError writes err's body ({"hint": …, "error": code, …}) with the
 // status of its code. Server faults (5xx) are logged with their cause when
 // log is not nil; their body never carries it.

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// EncodedFrame is a run's State Frame encoded as the API answers it: JSON
+// and a newline. It is shared and must not be modified.
+type EncodedFrame struct {
+	RunID      string
+	WorkflowID string
+	Version    int64
+	ETag       string // the version as a quoted entity tag
+	Base       string // the base URL the hrefs are under
+	Body       []byte
+}
+
+// maxCachedFrames bounds the encoded frames the engine keeps.
+const maxCachedFrames = 4096
+
+// frameCache keeps the last encoded frame of recently read runs, so that
+// reading an unchanged run again costs one store read and no building or
+// encoding. An entry is valid for one (version, base URL): any commit
+// makes it stale. Only frames that are a function of the stored run alone
+// are kept: not when a transition leaving the run's state has a guard that
+// may change its verdict without the data changing (a Go function, or an
+// expression calling now()).
+type frameCache struct {
+	m sync.Map // run id -> *EncodedFrame
+	n atomic.Int64
+}
+
+func (c *frameCache) get(runID string, version int64, base string) *EncodedFrame {
+	v, ok := c.m.Load(runID)
+	if !ok {
+		return nil
+	}
+	f := v.(*EncodedFrame)
+	if f.Version != version || f.Base != base {
+		return nil
+	}
+	return f
+}
+
+func (c *frameCache) put(f *EncodedFrame) {
+	if _, loaded := c.m.Swap(f.RunID, f); loaded {
+		return
+	}
+	if c.n.Add(1) <= maxCachedFrames {
+		return
+	}
+	// Over the bound: forget about half, whichever the map yields first.
+	c.m.Range(func(k, v any) bool {
+		if c.m.CompareAndDelete(k, v) {
+			c.n.Add(-1)
+		}
+		return c.n.Load() > maxCachedFrames/2
+	})
+}
+
+// pureStates records, per workflow, the states whose frames are a
+// function of the stored run alone (see frameCache).
+func pureStates(e *Engine) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, d := range e.order {
+		m := map[string]bool{}
+		for _, s := range d.States {
+			pure := true
+			for _, t := range d.From(s.Name) {
+				pure = pure && t.Guard.Pure()
+			}
+			m[s.Name] = pure
+		}
+		out[d.ID] = m
+	}
+	return out
+}
+
+// EncodedFrame returns the encoded State Frame of run runID for the base
+// URL base, from the cache when the run has not changed since it was last
+// encoded for that base.
+func (e *Engine) EncodedFrame(ctx context.Context, runID, base string) (*EncodedFrame, error) {
+	sr, err := e.storedRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if f := e.frames.get(runID, sr.Version, base); f != nil {
+		return f, nil
+	}
+	r, err := e.view(sr)
+	if err != nil {
+		return nil, err
+	}
+	body, err := e.Frame(r, base).AppendJSON(nil)
+	if err != nil {
+		return nil, internal("could not encode the frame", err)
+	}
+	f := &EncodedFrame{RunID: r.ID, WorkflowID: r.WorkflowID, Version: r.Version, ETag: r.ETag(), Base: base, Body: append(body, '\n')}
+	if e.pure[r.WorkflowID][r.State] {
+		e.frames.put(f)
+	}
+	return f, nil
+}
+

@@ -1,0 +1,102 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+func decodeFrame(t *testing.T, f *engine.EncodedFrame) protocol.Frame {
+	t.Helper()
+	if !bytes.HasSuffix(f.Body, []byte("\n")) {
+		t.Fatalf("encoded frame lacks its newline: %q", f.Body)
+	}
+	var fr protocol.Frame
+	if err := json.Unmarshal(f.Body, &fr); err != nil {
+		t.Fatal(err)
+	}
+	return fr
+}
+
+// An encoded frame is the frame of the run as it is now, for the base URL
+// asked: a transition or another base never gets a stale one.
+func TestEncodedFrameFollowsVersionAndBase(t *testing.T) {
+	ctx := context.Background()
+	e, err := engine.New(memstore.New(), []*workflow.Definition{examples.ConfigWizard()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.StartRun(ctx, "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const a, b = "http://a.example", "http://b.example"
+	f1, err := e.EncodedFrame(ctx, r.ID, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := e.EncodedFrame(ctx, r.ID, a); again != f1 {
+		t.Error("an unchanged run's frame was encoded again instead of reused")
+	}
+	if fr := decodeFrame(t, f1); fr.State != "INITIAL" || f1.ETag != `"1"` || !strings.HasPrefix(fr.Links["self"].Href, a+"/runs/") {
+		t.Fatalf("first frame: %+v etag %s", fr, f1.ETag)
+	}
+	if fb, _ := e.EncodedFrame(ctx, r.ID, b); !strings.HasPrefix(decodeFrame(t, fb).Links["self"].Href, b+"/runs/") {
+		t.Fatalf("frame for another base URL kept the first base: %s", fb.Body)
+	}
+	if _, err := e.Transition(ctx, r.ID, "start", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f2, err := e.EncodedFrame(ctx, r.ID, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr := decodeFrame(t, f2); fr.State != "CONFIGURE" || f2.ETag != `"2"` {
+		t.Fatalf("after a transition: state %s etag %s", fr.State, f2.ETag)
+	}
+	if _, err := e.EncodedFrame(ctx, "no-such-run", a); protocol.ErrorCode(err) != protocol.ENotFound {
+		t.Fatalf("unknown run: %v", err)
+	}
+}
+
+// A state whose transitions have a Go guard may offer other actions with
+// the same data: its frames are built every time, never reused.
+func TestEncodedFrameOfImpureStateIsRebuilt(t *testing.T) {
+	ctx := context.Background()
+	var open atomic.Bool
+	w := workflow.New("gate-v1", "GATE")
+	w.State("GATE").Hint("Wait for the gate.")
+	w.State("THROUGH").Hint("Through.")
+	w.Transition("GATE", "pass", "THROUGH").Guard(func(map[string]any) (bool, string) { return open.Load(), "closed" })
+	e, err := engine.New(memstore.New(), []*workflow.Definition{w.MustBuild()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.StartRun(ctx, "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := func() int {
+		f, err := e.EncodedFrame(ctx, r.ID, "http://x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(decodeFrame(t, f).NextStates)
+	}
+	if n := actions(); n != 0 {
+		t.Fatalf("closed gate offers %d actions", n)
+	}
+	open.Store(true)
+	if n := actions(); n != 1 {
+		t.Fatalf("open gate offers %d actions, want 1 (a stale frame was served)", n)
+	}
+}
