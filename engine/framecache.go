@@ -103,4 +103,3 @@ func (e *Engine) EncodedFrame(ctx context.Context, runID, base string) (*Encoded
 	}
 	return f, nil
 }
-
