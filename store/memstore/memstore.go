@@ -33,9 +33,9 @@ type Store struct {
 // engine commits them so), and storing it again doubled the memory of a
 // freshly created run. The run's id is its key in Store.runs.
 type runEntry struct {
-	wf     string
-	events []event
-	run    *store.Run // the current value when derived() would differ from it
+	wf  string
+	log eventLog
+	run *store.Run // the current value when derived() would differ from it
 }
 
 // event is a store.Event without what its run's entry already knows: the
@@ -86,8 +86,8 @@ func (e *runEntry) current(id string) store.Run {
 
 // derived is the value of run id as its event log tells it.
 func (e *runEntry) derived(id string) store.Run {
-	last := &e.events[len(e.events)-1]
-	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(len(e.events)), CreatedAt: e.events[0].time(), UpdatedAt: last.time()}
+	last := &e.log.last
+	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(e.log.len()), CreatedAt: e.log.firstTime(), UpdatedAt: last.time()}
 }
 
 // set makes r the run's current value, kept explicitly only when the log
@@ -105,14 +105,14 @@ func (e *runEntry) version() int64 {
 	if e.run != nil {
 		return e.run.Version
 	}
-	return int64(len(e.events))
+	return int64(e.log.len())
 }
 
 func (e *runEntry) status() string {
 	if e.run != nil {
 		return e.run.Status
 	}
-	return e.events[len(e.events)-1].snap.Status
+	return e.log.last.snap.Status
 }
 
 // sameRun reports whether a and b are exactly equal: equal strings, times
@@ -152,7 +152,8 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if _, ok := s.runs[c.Run.ID]; ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
 	}
-	e := &runEntry{wf: c.Run.WorkflowID, events: []event{newEvent(c.Event)}}
+	e := &runEntry{wf: c.Run.WorkflowID}
+	_ = e.log.append(newEvent(c.Event)) // the first never fails
 	e.set(c.Run)
 	s.runs[c.Run.ID] = e
 	s.applyTasks(c)
@@ -220,7 +221,9 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 	if v := e.version(); v != expected {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
 	}
-	e.events = append(e.events, newEvent(c.Event))
+	if err := e.log.append(newEvent(c.Event)); err != nil {
+		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, err)
+	}
 	e.set(c.Run)
 	s.applyTasks(c)
 	return nil
@@ -237,16 +240,22 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if after < 0 {
 		after = 0
 	}
-	if after >= int64(len(e.events)) {
+	n := int64(e.log.len())
+	if after >= n {
 		return []store.Event{}, nil
 	}
-	evs := e.events[after:] // seq n is at index n-1
-	if limit > 0 && len(evs) > limit {
-		evs = evs[:limit]
+	count := n - after // seq k is at index k-1
+	if limit > 0 && count > int64(limit) {
+		count = int64(limit)
 	}
-	out := make([]store.Event, len(evs))
-	for i := range evs {
-		out[i] = evs[i].public(runID, after+int64(i)+1)
+	out := make([]store.Event, count)
+	for i := range out {
+		seq := after + int64(i) + 1
+		ev, err := e.log.at(int(seq - 1))
+		if err != nil {
+			return nil, fmt.Errorf("memstore: run %s event %d: %w", runID, seq, err)
+		}
+		out[i] = ev.public(runID, seq)
 	}
 	return out, nil
 }
