@@ -18,6 +18,9 @@ type eventLog struct {
 	offs []uint32 // where each of them starts in old
 	last event    // event n
 	n    int      // events in the log
+	// the time of event 1 (the run's creation), as in event
+	firstUnix int64
+	firstFull *time.Time
 }
 
 // maxLog bounds one run's encoded events (offsets are 32-bit).
@@ -35,6 +38,9 @@ func (l *eventLog) append(ev event) error {
 		}
 		l.offs = append(l.offs, uint32(len(l.old)))
 		l.old = appendEvent(l.old, &l.last)
+	}
+	if l.n == 0 {
+		l.firstUnix, l.firstFull = ev.unix, ev.full
 	}
 	l.last = ev
 	l.n++
@@ -59,14 +65,7 @@ func (l *eventLog) at(i int) (event, error) {
 
 // firstTime is the time of event 0 (the run's creation).
 func (l *eventLog) firstTime() time.Time {
-	if l.n == 1 {
-		return l.last.time()
-	}
-	ev, err := l.at(0)
-	if err != nil {
-		return time.Time{}
-	}
-	return ev.time()
+	return (&event{unix: l.firstUnix, full: l.firstFull}).time()
 }
 
 var errCorrupt = errors.New("memstore: corrupt encoded event")
