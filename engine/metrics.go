@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/asmp-dev/asmp/store"
@@ -11,7 +13,11 @@ import (
 type Metrics struct {
 	// Transitions counts committed run changes by workflow, event kind and action.
 	Transitions *prometheus.CounterVec
+
+	counters sync.Map // counterKey -> prometheus.Counter: no label hashing per commit
 }
+
+type counterKey struct{ workflow, kind, action string }
 
 func newMetrics() *Metrics {
 	return &Metrics{
@@ -25,5 +31,10 @@ func newMetrics() *Metrics {
 func (e *Engine) Metrics() *Metrics { return e.metrics }
 
 func (e *Engine) count(workflowID string, ev *store.Event) {
-	e.metrics.Transitions.WithLabelValues(workflowID, ev.Kind, ev.Action).Inc()
+	k := counterKey{workflowID, ev.Kind, ev.Action}
+	c, ok := e.metrics.counters.Load(k)
+	if !ok {
+		c, _ = e.metrics.counters.LoadOrStore(k, e.metrics.Transitions.WithLabelValues(workflowID, ev.Kind, ev.Action))
+	}
+	c.(prometheus.Counter).Inc()
 }
