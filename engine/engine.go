@@ -102,7 +102,8 @@ type Engine struct {
 	seen        seenSeqs
 	wakeMu      sync.Mutex
 	wake        func() // wakes a task worker when a task is enqueued
-	frames      frameCache
+	frames      frameCache // encoded State Frames
+	clis        frameCache // encoded CLI objects
 	pure        map[string]map[string]bool // workflow -> state -> frames cacheable
 }
 

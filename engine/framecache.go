@@ -6,45 +6,45 @@ import (
 	"sync/atomic"
 )
 
-// EncodedFrame is a run's State Frame encoded as the API answers it: JSON
-// and a newline. It is shared and must not be modified.
-type EncodedFrame struct {
+// Encoded is a run's State Frame or CLI object encoded as the API answers
+// it: JSON and a newline. It is shared and must not be modified.
+type Encoded struct {
 	RunID      string
 	WorkflowID string
 	Version    int64
 	ETag       string // the version as a quoted entity tag
-	Base       string // the base URL the hrefs are under
+	Base       string // the base URL the hrefs are under ("" for a CLI object)
 	Body       []byte
 }
 
-// maxCachedFrames bounds the encoded frames the engine keeps.
+// maxCachedFrames bounds the encoded answers each cache keeps.
 const maxCachedFrames = 4096
 
-// frameCache keeps the last encoded frame of recently read runs, so that
-// reading an unchanged run again costs one store read and no building or
-// encoding. An entry is valid for one (version, base URL): any commit
+// frameCache keeps the last encoded frame (or CLI object) of recently read
+// runs, so that reading an unchanged run again costs one store read and no
+// building or encoding. An entry is valid for one (version, base URL): any commit
 // makes it stale. Only frames that are a function of the stored run alone
 // are kept: not when a transition leaving the run's state has a guard that
 // may change its verdict without the data changing (a Go function, or an
 // expression calling now()).
 type frameCache struct {
-	m sync.Map // run id -> *EncodedFrame
+	m sync.Map // run id -> *Encoded
 	n atomic.Int64
 }
 
-func (c *frameCache) get(runID string, version int64, base string) *EncodedFrame {
+func (c *frameCache) get(runID string, version int64, base string) *Encoded {
 	v, ok := c.m.Load(runID)
 	if !ok {
 		return nil
 	}
-	f := v.(*EncodedFrame)
+	f := v.(*Encoded)
 	if f.Version != version || f.Base != base {
 		return nil
 	}
 	return f
 }
 
-func (c *frameCache) put(f *EncodedFrame) {
+func (c *frameCache) put(f *Encoded) {
 	if _, loaded := c.m.Swap(f.RunID, f); loaded {
 		return
 	}
@@ -81,25 +81,41 @@ func pureStates(e *Engine) map[string]map[string]bool {
 // EncodedFrame returns the encoded State Frame of run runID for the base
 // URL base, from the cache when the run has not changed since it was last
 // encoded for that base.
-func (e *Engine) EncodedFrame(ctx context.Context, runID, base string) (*EncodedFrame, error) {
+func (e *Engine) EncodedFrame(ctx context.Context, runID, base string) (*Encoded, error) {
+	return e.encoded(ctx, &e.frames, runID, base, func(r *Run) ([]byte, error) {
+		return e.Frame(r, base).AppendJSON(nil)
+	})
+}
+
+// EncodedCLI returns the encoded CLI object of run runID, from the cache
+// when the run has not changed since it was last encoded.
+func (e *Engine) EncodedCLI(ctx context.Context, runID string) (*Encoded, error) {
+	return e.encoded(ctx, &e.clis, runID, "", func(r *Run) ([]byte, error) {
+		return e.CLI(r).AppendJSON(nil)
+	})
+}
+
+// encoded reads run runID and returns its answer from cache c, or encodes
+// it (and keeps it when the run's state is pure).
+func (e *Engine) encoded(ctx context.Context, c *frameCache, runID, base string, encode func(*Run) ([]byte, error)) (*Encoded, error) {
 	sr, err := e.storedRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	if f := e.frames.get(runID, sr.Version, base); f != nil {
+	if f := c.get(runID, sr.Version, base); f != nil {
 		return f, nil
 	}
 	r, err := e.view(sr)
 	if err != nil {
 		return nil, err
 	}
-	body, err := e.Frame(r, base).AppendJSON(nil)
+	body, err := encode(r)
 	if err != nil {
-		return nil, internal("could not encode the frame", err)
+		return nil, internal("could not encode the answer", err)
 	}
-	f := &EncodedFrame{RunID: r.ID, WorkflowID: r.WorkflowID, Version: r.Version, ETag: r.ETag(), Base: base, Body: append(body, '\n')}
+	f := &Encoded{RunID: r.ID, WorkflowID: r.WorkflowID, Version: r.Version, ETag: r.ETag(), Base: base, Body: append(body, '\n')}
 	if e.pure[r.WorkflowID][r.State] {
-		e.frames.put(f)
+		c.put(f)
 	}
 	return f, nil
 }

@@ -10,8 +10,8 @@ import (
 func TestFrameCacheIsBounded(t *testing.T) {
 	var c frameCache
 	for i := range 3 * maxCachedFrames {
-		c.put(&EncodedFrame{RunID: strconv.Itoa(i), Version: 1})
-		c.put(&EncodedFrame{RunID: strconv.Itoa(i), Version: 2}) // replacing is not adding
+		c.put(&Encoded{RunID: strconv.Itoa(i), Version: 1})
+		c.put(&Encoded{RunID: strconv.Itoa(i), Version: 2}) // replacing is not adding
 	}
 	held := 0
 	c.m.Range(func(any, any) bool { held++; return true })

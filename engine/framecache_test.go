@@ -15,7 +15,7 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-func decodeFrame(t *testing.T, f *engine.EncodedFrame) protocol.Frame {
+func decodeFrame(t *testing.T, f *engine.Encoded) protocol.Frame {
 	t.Helper()
 	if !bytes.HasSuffix(f.Body, []byte("\n")) {
 		t.Fatalf("encoded frame lacks its newline: %q", f.Body)
@@ -66,6 +66,27 @@ func TestEncodedFrameFollowsVersionAndBase(t *testing.T) {
 	if _, err := e.EncodedFrame(ctx, "no-such-run", a); protocol.ErrorCode(err) != protocol.ENotFound {
 		t.Fatalf("unknown run: %v", err)
 	}
+	// The CLI object likewise.
+	c1, err := e.EncodedCLI(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := e.EncodedCLI(ctx, r.ID); again != c1 {
+		t.Error("an unchanged run's CLI object was encoded again instead of reused")
+	}
+	if _, err := e.Transition(ctx, r.ID, "save", map[string]any{"value": "v"}, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := e.EncodedCLI(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.ETag != `"3"` || bytes.Equal(c1.Body, c2.Body) {
+		t.Fatalf("CLI object after a transition: etag %s, body %s", c2.ETag, c2.Body)
+	}
+	if _, err := e.EncodedCLI(ctx, "no-such-run"); protocol.ErrorCode(err) != protocol.ENotFound {
+		t.Fatalf("unknown run: %v", err)
+	}
 }
 
 // A state whose transitions have a Go guard may offer other actions with
@@ -85,18 +106,26 @@ func TestEncodedFrameOfImpureStateIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actions := func() int {
+	actions := func() (frame, cli int) {
 		f, err := e.EncodedFrame(ctx, r.ID, "http://x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(decodeFrame(t, f).NextStates)
+		c, err := e.EncodedCLI(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj protocol.CLI
+		if err := json.Unmarshal(c.Body, &obj); err != nil {
+			t.Fatal(err)
+		}
+		return len(decodeFrame(t, f).NextStates), len(obj.Options)
 	}
-	if n := actions(); n != 0 {
-		t.Fatalf("closed gate offers %d actions", n)
+	if n, m := actions(); n != 0 || m != 0 {
+		t.Fatalf("closed gate offers %d actions in the frame, %d options in the CLI", n, m)
 	}
 	open.Store(true)
-	if n := actions(); n != 1 {
-		t.Fatalf("open gate offers %d actions, want 1 (a stale frame was served)", n)
+	if n, m := actions(); n != 1 || m != 1 {
+		t.Fatalf("open gate offers %d actions in the frame, %d options in the CLI; want 1 and 1 (a stale answer was served)", n, m)
 	}
 }

@@ -242,14 +242,21 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
-	run, err := s.loadRun(r, c)
+	id, err := requireRunID(r)
 	if err != nil {
 		return err
 	}
+	cli, err := s.e.EncodedCLI(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if c.wf != "" && cli.WorkflowID != c.wf {
+		return engine.NotInWorkflow(id, c.wf)
+	}
 	h := w.Header()
-	h["Etag"] = []string{run.ETag()}
+	h["Etag"] = []string{cli.ETag}
 	h["Cache-Control"] = noStore
-	httpx.WriteJSON(w, http.StatusOK, s.e.CLI(run))
+	httpx.WriteEncoded(w, http.StatusOK, cli.Body)
 	return nil
 }
 
