@@ -101,9 +101,9 @@ type Engine struct {
 	workflowIDs []string
 	seen        seenSeqs
 	wakeMu      sync.Mutex
-	wake        func() // wakes a task worker when a task is enqueued
-	frames      frameCache // encoded State Frames
-	clis        frameCache // encoded CLI objects
+	wake        func()                     // wakes a task worker when a task is enqueued
+	frames      frameCache                 // encoded State Frames
+	clis        frameCache                 // encoded CLI objects
 	pure        map[string]map[string]bool // workflow -> state -> frames cacheable
 }
 
