@@ -53,6 +53,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	info   requestInfo
+	idHdr  [1]string // the X-Request-Id header's value slice, without an allocation of its own
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -81,7 +82,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		ri := &sw.info
 		ri.id = requestID(r.Header.Get("X-Request-Id"))
-		w.Header()["X-Request-Id"] = []string{ri.id}
+		sw.idHdr[0] = ri.id
+		w.Header()["X-Request-Id"] = sw.idHdr[:]
 		inner := r
 		if len(s.opts.Middleware) > 0 {
 			inner = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
@@ -158,7 +160,11 @@ func requestID(given string) string {
 			return given
 		}
 	}
-	return idPrefix + "-" + strconv.FormatUint(idSeq.Add(1), 36)
+	var b [32]byte // 8 hex digits, '-', at most 13 base-36 digits
+	id := append(b[:0], idPrefix...)
+	id = append(id, '-')
+	id = strconv.AppendUint(id, idSeq.Add(1), 36)
+	return string(id)
 }
 
 // clientKey names the client for limits: the principal when a token was

@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asmp-dev/asmp/auth"
@@ -80,6 +82,8 @@ type Server struct {
 	allowed map[string][]string // path pattern -> methods, for 405 answers
 	metrics *metrics
 	slots   streamSlots
+	bases   sync.Map // baseKey -> base URL, so that a request's is not rebuilt
+	nbases  atomic.Int64
 }
 
 // New returns the HTTP API of e.
@@ -156,8 +160,22 @@ func (s *Server) baseURL(r *http.Request) string {
 	if host == "" || !validHost(host) {
 		host = "localhost"
 	}
-	return scheme + "://" + host
+	k := baseKey{scheme, host}
+	if b, ok := s.bases.Load(k); ok {
+		return b.(string)
+	}
+	b := scheme + "://" + host
+	if s.nbases.Add(1) <= maxBases {
+		s.bases.Store(k, b)
+	}
+	return b
 }
+
+// maxBases bounds the base URLs remembered (one per scheme and Host a
+// client sent: clients choose them, so the bound matters).
+const maxBases = 256
+
+type baseKey struct{ scheme, host string }
 
 func firstValue(v string) string {
 	if i := strings.IndexByte(v, ','); i >= 0 {
