@@ -20,6 +20,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/internal/gctune"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
@@ -48,6 +49,7 @@ type serveFlags struct {
 	rateBurst  int
 	maxStreams int
 	maxDepth   int
+	gcFloor    int64
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
 }
 
@@ -94,6 +96,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.IntVar(&f.rateBurst, "rate-burst", 0, "requests a client may send at once (default: twice --rate-limit)")
 	fl.IntVar(&f.maxStreams, "max-streams", 64, "open streams per client (0 = no limit)")
 	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
+	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits instead of doubling the live heap (0 = Go's default; ignored when GOGC is set)")
 	addExecFlags(cmd, &f.exec)
 	return cmd
 }
@@ -225,6 +228,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		// transition rate when pinned to one core; docs/PERFORMANCE.md).
 		runtime.GOMAXPROCS(2)
 		log.Info("raised GOMAXPROCS to 2 so that request handling overlaps SQLite's fsync")
+	}
+	if f.gcFloor > 0 && os.Getenv("GOGC") == "" {
+		// A server with a small live heap would otherwise collect every few
+		// megabytes allocated: hundreds of times a second under load.
+		defer gctune.Start(uint64(f.gcFloor), 100).Stop()
 	}
 	executor, execDesc, err := newExecutor(f.exec, log)
 	if err != nil {
