@@ -6,7 +6,7 @@
 //
 // Go has no setting for this. A tuner does it: after every collection it
 // reads the live heap and sets the GC percentage so that the next
-// collection's goal is max(live × (1 + GOGC/100), floor).
+// collection's goal is max(what GOGC alone gives, floor).
 package gctune
 
 import (
@@ -18,15 +18,19 @@ import (
 )
 
 // Percent returns the GC percentage that puts the next collection's goal
-// at max(live × (1 + base/100), floor), for a live heap of live bytes.
-func Percent(live, floor uint64, base int) int {
-	if live == 0 {
-		live = 1
+// at max(live + scanned × base/100, floor), for a live heap of live bytes
+// and scanned bytes the percentage applies to (the live heap plus
+// goroutine stacks and globals, as the runtime counts them). A live heap
+// of 0 means unknown (no collection has run yet): base, so that the first
+// collection comes as usual and tells the size.
+func Percent(live, scanned, floor uint64, base int) int {
+	if scanned < live {
+		scanned = live
 	}
-	if live*uint64(100+base)/100 >= floor {
+	if live == 0 || live+scanned*uint64(base)/100 >= floor {
 		return base
 	}
-	p := (floor - live) * 100 / live
+	p := (floor - live) * 100 / scanned
 	const most = 1 << 20
 	if p > most {
 		return most
@@ -47,7 +51,8 @@ type Tuner struct {
 // Start installs a tuner with a heap floor of floor bytes over base, the
 // GC percentage in force (GOGC; 100 by default). Stop restores base.
 func Start(floor uint64, base int) *Tuner {
-	t := &Tuner{floor: floor, base: base, last: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t := &Tuner{floor: floor, base: base, last: base, sample: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}}
 	t.adjust()
 	t.arm()
 	return t
@@ -70,11 +75,13 @@ func (t *Tuner) adjust() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	metrics.Read(t.sample)
-	var live uint64
-	if t.sample[0].Value.Kind() == metrics.KindUint64 {
-		live = t.sample[0].Value.Uint64()
+	var v [3]uint64
+	for i, s := range t.sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = s.Value.Uint64()
+		}
 	}
-	if p := Percent(live, t.floor, t.base); p != t.last {
+	if p := Percent(v[0], v[0]+v[1]+v[2], t.floor, t.base); p != t.last {
 		debug.SetGCPercent(p)
 		t.last = p
 	}

@@ -10,17 +10,19 @@ import (
 func TestPercent(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct {
-		live, floor uint64
-		base, want  int
+		live, scanned, floor uint64
+		base, want           int
 	}{
-		{live: 4 * mb, floor: 32 * mb, base: 100, want: 700},  // goal 32 MB
-		{live: 16 * mb, floor: 32 * mb, base: 100, want: 100}, // doubling reaches the floor
-		{live: 64 * mb, floor: 32 * mb, base: 100, want: 100}, // large heap: GOGC as is
-		{live: 8 * mb, floor: 32 * mb, base: 200, want: 300},  // 8 × 3 = 24 < 32: floor
-		{live: 0, floor: 32 * mb, base: 100, want: 1 << 20},   // capped
+		{live: 4 * mb, scanned: 4 * mb, floor: 32 * mb, base: 100, want: 700},   // goal 4 + 4×7 = 32 MB
+		{live: 4 * mb, scanned: 8 * mb, floor: 32 * mb, base: 100, want: 350},   // stacks and globals count too
+		{live: 16 * mb, scanned: 16 * mb, floor: 32 * mb, base: 100, want: 100}, // doubling reaches the floor
+		{live: 64 * mb, scanned: 64 * mb, floor: 32 * mb, base: 100, want: 100}, // large heap: GOGC as is
+		{live: 8 * mb, scanned: 8 * mb, floor: 32 * mb, base: 200, want: 300},   // 8 + 16 < 32: floor
+		{live: 0, scanned: 1 * mb, floor: 32 * mb, base: 100, want: 100},        // unknown before the first collection
+		{live: 1, scanned: 1, floor: 32 * mb, base: 100, want: 1 << 20},         // capped
 	} {
-		if got := Percent(c.live, c.floor, c.base); got != c.want {
-			t.Errorf("Percent(%d, %d, %d) = %d, want %d", c.live, c.floor, c.base, got, c.want)
+		if got := Percent(c.live, c.scanned, c.floor, c.base); got != c.want {
+			t.Errorf("Percent(%d, %d, %d, %d) = %d, want %d", c.live, c.scanned, c.floor, c.base, got, c.want)
 		}
 	}
 }
