@@ -15,7 +15,7 @@ func init() { register(newAttachCmd) }
 
 func newAttachCmd(env *Env) *cobra.Command {
 	var server, workflowID, runID, data string
-	var plain bool
+	var plain, yes bool
 	cmd := &cobra.Command{
 		Use:   "attach [URL]",
 		Short: "Drive a run in a full-screen terminal UI",
@@ -28,7 +28,8 @@ their keys (arrows or j/k move, enter selects, 1-9 and the option's keys pick
 at once), a typed input field for each value the chosen option expects, a
 spinner and a progress bar while the run is processing, the milestones, and
 a final screen when the run completes or fails. Errors show the server's
-hint; r retries.
+hint; r retries. An action marked is_critical is sent only after you
+confirm it with y (--yes sends without asking).
 
 When standard input or output is not a terminal, or TERM is dumb (or with
 --plain), attach falls back to a line-oriented loop: it prints the CLI object,
@@ -84,7 +85,7 @@ $ASMP_TOKEN.`,
 			o := tui.Options{
 				Backend: c, RunID: runID, WorkflowID: workflowID, Data: initial,
 				In: env.Stdin, Out: cmd.OutOrStdout(), ASCII: !tui.UTF8(getenv), AltScreen: true,
-				OnRun: func(f *client.RunFrame) { agentRemember(env, c.BaseURL(), f) },
+				OnRun: func(f *client.RunFrame) { agentRemember(env, c.BaseURL(), f) }, Yes: yes,
 			}
 			if plain || !tui.Interactive(env.Stdin, env.Stdout, getenv) {
 				_, err := tui.RunPlain(cmd.Context(), o)
@@ -103,6 +104,7 @@ $ASMP_TOKEN.`,
 	fl.StringVar(&runID, "run", "", "attach to this existing run instead of starting one")
 	fl.StringVar(&data, "data", "", "initial data of a new run: a JSON object, @FILE, or - for stdin")
 	fl.BoolVar(&plain, "plain", false, "use the line-oriented prompt loop even on a terminal")
+	fl.BoolVar(&yes, "yes", false, "send critical actions (is_critical) without asking for a y first")
 	return cmd
 }
 

@@ -25,7 +25,15 @@ const (
 	modeInput               // filling the chosen option's fields
 	modeBusy                // a transition is in flight
 	modeDone                // the run completed or failed
+	modeConfirm             // asking before firing a critical action
 )
+
+// pendingFire is a critical action waiting for the user's y.
+type pendingFire struct {
+	option    int // index in the CLI options
+	input     map[string]any
+	fromInput bool // the form stays filled if the user says no
+}
 
 // field is one input of the chosen option.
 type field struct {
@@ -52,6 +60,7 @@ type Model struct {
 	chosen int // option index being filled in modeInput
 	fields []field
 	focus  int
+	ask    *pendingFire // in modeConfirm
 
 	spin     spinner.Model
 	bar      progress.Model
@@ -414,9 +423,29 @@ func (m *Model) choose(i int) tea.Cmd {
 	if len(m.expects(i)) > 0 {
 		return m.startInput(i)
 	}
-	m.mode = modeBusy
+	return m.fireOption(i, map[string]any{}, false)
+}
+
+// critical reports whether option i's action is marked is_critical.
+func (m *Model) critical(i int) bool {
+	if m.frame == nil || i < 0 || i >= len(m.cli.Options) {
+		return false
+	}
+	ns, ok := m.frame.Action(m.cli.Options[i].Action)
+	return ok && ns.IsCritical
+}
+
+// fireOption fires option i with input, or first asks for a y when the
+// action is critical.
+func (m *Model) fireOption(i int, input map[string]any, fromInput bool) tea.Cmd {
 	m.errHint = ""
-	return m.fire(m.cli.Options[i].Action, map[string]any{})
+	if m.critical(i) && !m.opts.Yes {
+		m.mode = modeConfirm
+		m.ask = &pendingFire{option: i, input: input, fromInput: fromInput}
+		return nil
+	}
+	m.mode = modeBusy
+	return m.fire(m.cli.Options[i].Action, input)
 }
 
 func (m *Model) startInput(i int) tea.Cmd {
@@ -492,9 +521,7 @@ func (m *Model) submit() tea.Cmd {
 	if bad >= 0 {
 		return m.setFocus(bad)
 	}
-	m.mode = modeBusy
-	m.errHint = ""
-	return m.fire(m.cli.Options[m.chosen].Action, input)
+	return m.fireOption(m.chosen, input, true)
 }
 
 func sameOptions(a, b []protocol.CLIOption) bool {
@@ -550,6 +577,23 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	switch m.mode {
+	case modeConfirm:
+		ask := m.ask
+		switch key {
+		case "y", "Y":
+			m.ask = nil
+			m.mode = modeBusy
+			return m, m.fire(m.cli.Options[ask.option].Action, ask.input)
+		case "n", "N", "esc", "q":
+			m.ask = nil
+			m.notice = "Not sent: " + m.cli.Options[ask.option].Label + "."
+			if ask.fromInput {
+				m.mode = modeInput
+				return m, m.setFocus(m.focus)
+			}
+			m.mode = modeSelect
+		}
+		return m, nil
 	case modeDone:
 		switch key {
 		case "q", "enter", "esc", " ":

@@ -123,6 +123,14 @@ func (p *plain) step(line string) error {
 		p.printf("%s %s\n", p.g.cross, client.HintOf(err))
 		return nil
 	}
+	if ns, ok := p.frame.Action(action); ok && ns.IsCritical && !p.o.Yes {
+		p.printf("%s is marked critical. Send it? Type y to confirm: ", action)
+		answer, ok := p.readAnswer()
+		if a := strings.ToLower(strings.TrimSpace(answer)); !ok || (a != "y" && a != "yes") {
+			p.printf("Not sent: %s.\n", action)
+			return nil
+		}
+	}
 	next, err := p.b.Transition(p.ctx, p.frame.RunID, action, input, &client.TransitionOptions{IfMatch: p.frame.ETag})
 	if err != nil {
 		if p.ctx.Err() != nil {
@@ -158,6 +166,11 @@ var errQuit = errors.New("quit")
 
 func (p *plain) readLine() (string, bool) {
 	p.printf("> ")
+	return p.readAnswer()
+}
+
+// readAnswer reads one line without printing a prompt.
+func (p *plain) readAnswer() (string, bool) {
 	if !p.lines.Scan() {
 		return "", false
 	}

@@ -47,6 +47,9 @@ type Options struct {
 	OnRun func(*client.RunFrame)
 	// AltScreen runs the full-screen UI in the terminal's alternate screen.
 	AltScreen bool
+	// Yes fires critical actions (is_critical) without asking first; by
+	// default both UIs ask for a y before firing one.
+	Yes bool
 }
 
 // Result is how a session ended.

@@ -273,3 +273,76 @@ func TestInteractiveDetection(t *testing.T) {
 		t.Fatal("UTF8 detection")
 	}
 }
+
+// startReview starts an expense claim and submits it: the run waits in
+// REVIEW, where reject is critical.
+func startReview(t *testing.T, b client.Backend) string {
+	t.Helper()
+	run, err := b.StartRun(t.Context(), "expense-approval-v1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Transition(t.Context(), run.RunID, "submit", map[string]any{"amount": 12.5, "description": "Team lunch"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return run.RunID
+}
+
+// A critical action is sent only after a y; n keeps the form filled.
+func TestCriticalActionAsksFirst(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			id := startReview(t, b)
+			tm := start(t, tui.Options{Backend: b, RunID: id})
+			screen(t, tm, "Review the claim", "2. Reject [r] reason (string) critical")
+			tm.Type("r")
+			screen(t, tm, "reason (string):")
+			tm.Type("too much")
+			tm.Send(key(tea.KeyEnter))
+			screen(t, tm, "Reject (reject) is marked critical. Send it? y yes, n no", "reason = too much", "y send it")
+			tm.Type("n")
+			screen(t, tm, "Not sent: Reject.", "reason (string):")
+			if f, err := b.Frame(t.Context(), id); err != nil || f.State != "REVIEW" {
+				t.Fatalf("after n the run is %v (%v), want still REVIEW", f, err)
+			}
+			tm.Send(key(tea.KeyEnter)) // the form kept the reason: ask again
+			screen(t, tm, "is marked critical. Send it?")
+			tm.Type("y")
+			screen(t, tm, "State:  REJECTED")
+			tm.Send(key(tea.KeyEnter))
+			if r := finalResult(t, tm); r.State != "REJECTED" {
+				t.Fatalf("result = %+v", r)
+			}
+		})
+	}
+}
+
+// The line-oriented loop asks too, unless Yes is set.
+func TestPlainCriticalActionAsksFirst(t *testing.T) {
+	b := backends(t)["local"]
+	id := startReview(t, b)
+	var out bytes.Buffer
+	r, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, RunID: id, In: strings.NewReader("reject too much\nno\nreject too much\ny\n"), Out: &out, ASCII: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"reject is marked critical. Send it? Type y to confirm: Not sent: reject.",
+		"reject is marked critical. Send it? Type y to confirm: [ok] reject -> REJECTED",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if r.State != "REJECTED" {
+		t.Fatalf("result %+v", r)
+	}
+
+	id = startReview(t, b)
+	out.Reset()
+	r, err = tui.RunPlain(t.Context(), tui.Options{Backend: b, RunID: id, Yes: true, In: strings.NewReader("reject too much\n"), Out: &out, ASCII: true})
+	if err != nil || r.State != "REJECTED" || strings.Contains(out.String(), "Send it?") {
+		t.Fatalf("with Yes: %+v %v\n%s", r, err, out.String())
+	}
+}

@@ -101,7 +101,7 @@ func (m *Model) View() string {
 			ex := m.expects(i)
 			mark := "  "
 			st := styles.option
-			if i == m.cursor && (m.mode == modeSelect || m.mode == modeBusy || m.mode == modeInput) {
+			if i == m.cursor && (m.mode == modeSelect || m.mode == modeBusy || m.mode == modeInput || m.mode == modeConfirm) {
 				mark = g.pointer + " "
 				st = styles.selected
 			}
@@ -138,6 +138,14 @@ func (m *Model) View() string {
 		line("")
 		line("%s", styles.dim.Render(m.cli.InputHint))
 	}
+	if m.mode == modeConfirm && m.ask != nil {
+		o := m.cli.Options[m.ask.option]
+		line("")
+		line("%s", styles.err.Render(fmt.Sprintf("%s (%s) is marked critical. Send it? y yes, n no", o.Label, o.Action)))
+		for _, k := range sortedKeys(m.ask.input) {
+			line("    %s", styles.dim.Render(fmt.Sprintf("%s = %v", k, m.ask.input[k])))
+		}
+	}
 	if m.mode == modeBusy {
 		line("")
 		line("%s %s", m.spin.View(), "Sending…")
@@ -170,6 +178,8 @@ func (m *Model) help() string {
 		return "esc back (reload the run) · q quit"
 	}
 	switch m.mode {
+	case modeConfirm:
+		return "y send it · n or esc don't · ctrl+c quit"
 	case modeInput:
 		if m.errHint != "" {
 			return "fix the input if needed, enter send again · esc back · ctrl+c quit"
