@@ -168,6 +168,8 @@ type TransitionOptions struct {
 	Workflow string
 	// task marks a transition fired by a background task.
 	task *store.Task
+	// set are data keys the transition also sets (a task's output).
+	set map[string]any
 }
 
 // Offered returns the transitions offered now, in declaration order: those
@@ -289,17 +291,20 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 		return nil, err
 	}
 	data := r.Data
-	if len(t.Expects) > 0 {
-		data = make(map[string]any, len(r.Data)+len(t.Expects))
+	if len(t.Expects) > 0 || len(o.set) > 0 {
+		data = make(map[string]any, len(r.Data)+len(t.Expects)+len(o.set))
 		for k, v := range r.Data {
 			data[k] = v
 		}
 		for k := range t.Expects {
 			data[k] = input[k]
 		}
+		for k, v := range o.set {
+			data[k] = v
+		}
 	}
 	raw := r.Snapshot.Data
-	if len(t.Expects) > 0 {
+	if len(t.Expects) > 0 || len(o.set) > 0 {
 		b, err := json.Marshal(data)
 		if err != nil {
 			return nil, protocol.Errorf(protocol.EInvalid, "The input cannot be stored as JSON: %v.", err)

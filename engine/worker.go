@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,7 +187,7 @@ func (w *Workers) run(t store.Task) {
 			}
 		}
 	}()
-	action, terr := w.execute(ctx, r, st, t)
+	action, output, terr := w.execute(ctx, r, st, t)
 	close(leaseDone)
 	if w.ctx.Err() != nil && (terr != nil || action == "") {
 		// Shutting down: hand the task back instead of failing the run.
@@ -195,10 +196,28 @@ func (w *Workers) run(t store.Task) {
 		}
 		return
 	}
-	w.apply(r, st, t, action, terr, log)
+	w.apply(r, st, t, action, output, terr, log)
 }
 
-func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t store.Task) (action string, err error) {
+// jsonValue turns a task's result into a value of the run's data (what
+// decoding its JSON gives: maps, slices, strings, int64, float64, bool).
+func jsonValue(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.DecodeValue(b, 0)
+}
+
+// TaskOutput is implemented by a RowInvoker's result to give the value a
+// row-bound task stores under its state's task output key.
+type TaskOutput interface {
+	TaskOutput() any
+}
+
+// execute runs the task and returns the action it chose ("" = on_success)
+// and its result (for the state's task output key).
+func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t store.Task) (action string, output any, err error) {
 	e := w.e
 	report := func(progress, hint string) { e.PublishProgress(r.ID, t.Version, progress, hint) }
 	defer func() {
@@ -207,29 +226,34 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 		}
 	}()
 	if st.Task.Func != nil {
-		return st.Task.Func(ctx, &workflow.TaskContext{
+		tc := &workflow.TaskContext{
 			RunID: r.ID, State: r.State, Data: r.Data, IdempotencyKey: t.ID, Attempt: t.Attempts, Report: report,
-		})
+		}
+		action, err = st.Task.Func(ctx, tc)
+		return action, tc.Result, err
 	}
 	if e.invoker == nil {
-		return "", errors.New("this server has no OIP invoker for row-bound tasks")
+		return "", nil, errors.New("this server has no OIP invoker for row-bound tasks")
 	}
-	_, ok, reason, err := e.invoker.InvokeRow(ctx, RowCall{
+	res, ok, reason, err := e.invoker.InvokeRow(ctx, RowCall{
 		Key: st.Task.Row, Input: r.Data, FromData: true, RunID: r.ID, State: r.State,
 		TaskID: t.ID, Attempt: t.Attempts, Actor: "task", Progress: report,
 	})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !ok {
-		return "", errors.New(reason)
+		return "", nil, errors.New(reason)
 	}
-	return "", nil
+	if to, ok := res.(TaskOutput); ok {
+		output = to.TaskOutput()
+	}
+	return "", output, nil
 }
 
 // apply fires the task's outcome on the run through the same
 // compare-and-set path as client transitions.
-func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, terr error, log *slog.Logger) {
+func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, output any, terr error, log *slog.Logger) {
 	e := w.e
 	bg := context.Background()
 	if terr == nil && action == "" {
@@ -243,6 +267,15 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 		action = st.Task.OnFailure
 	}
 	opts := TransitionOptions{Actor: "task", task: &t}
+	if terr == nil && st.Task.Output != "" {
+		v, err := jsonValue(output)
+		if err != nil {
+			terr = fmt.Errorf("the task's result cannot be stored as JSON under %q: %v", st.Task.Output, err)
+			action = st.Task.OnFailure
+		} else {
+			opts.set = map[string]any{st.Task.Output: v}
+		}
+	}
 	if action != "" {
 		_, err := e.Transition(bg, r.ID, action, map[string]any{}, opts)
 		switch {

@@ -60,8 +60,9 @@ func Rows() ([]Row, error) {
 // tasks bound to directory rows: SUBMIT takes two whole numbers; in
 // EXPLORE the factor tool runs the row FactorRow on any numbers; multiply
 // enters MULTIPLYING, whose background task runs the row MultiplyRow with
-// the run's a and b and fires done (to DONE) or failed (to FAILED, from
-// which retry goes back to EXPLORE).
+// the run's a and b, stores the product in the run's data (product) and
+// fires done (to DONE), or fires failed (to FAILED, from which retry goes
+// back to EXPLORE).
 //
 // The rows run only on a server started with
 //
@@ -86,9 +87,9 @@ func NumberFacts() *workflow.Definition {
 			Options: []workflow.CLIOption{{Action: "multiply", Label: "Multiply a by b", Keys: "m"}}})
 	b.State("MULTIPLYING").
 		Hint("expr a * b runs as a background task through the directory row "+MultiplyRow+"; watch the stream: its progress lines name the invocation and its receipt.").
-		RowTask(MultiplyRow, "done", "failed")
+		RowTask(MultiplyRow, "done", "failed").TaskOutput("product")
 	b.State("DONE").
-		Hint("Multiplied. The product is the output of the task's invocation_result in the ledger, under the key task:RUN_ID.VERSION:ATTEMPT that the progress lines named.").
+		Hint("Multiplied: the product is in the run's data (product). Its receipt is the task's invocation_result in the ledger, under the key task:RUN_ID.VERSION:ATTEMPT that the progress lines named.").
 		Milestone("Multiplied")
 	b.State("FAILED").
 		Hint("The multiplication did not succeed; the task's last progress line and its invocation in the ledger say why (a server without --allow-exec --exec-allow expr refuses it). retry goes back to EXPLORE.").

@@ -67,6 +67,16 @@ type ToolResult struct {
 	Output json.RawMessage `json:"output,omitempty"`
 }
 
+// TaskOutput is what a row-bound task stores under its state's task output
+// key (engine.TaskOutput): the parsed JSON output of an output_format json
+// row, else the kept head of its standard output.
+func (r ToolResult) TaskOutput() any {
+	if len(r.Output) > 0 {
+		return r.Output
+	}
+	return r.Stdout
+}
+
 // InvokeRow implements engine.RowInvoker. result is a ToolResult; ok is
 // true when the outcome's class is succeeded; reason explains any other
 // outcome and names the invocation's key and inv_ID. err is set only when
@@ -314,3 +324,4 @@ func keySafe(s string, n int) string {
 	}
 	return string(b)
 }
+var _ engine.TaskOutput = ToolResult{}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -465,4 +466,42 @@ func TestShutdownEndsStreamsWithFinalLine(t *testing.T) {
 		t.Fatalf("final line = %v", m)
 	}
 	sc.ended(t, 2*time.Second)
+}
+
+// A task's result lands in the run's data under the state's output key, in
+// the commit of its success action; a failed task stores nothing.
+func TestTaskOutputInRunData(t *testing.T) {
+	b := workflow.New("output-v1", "READY")
+	b.State("READY").Hint("Go.")
+	b.State("WORK").Hint("Working.").Task(func(ctx context.Context, tc *workflow.TaskContext) (string, error) {
+		if n, _ := tc.Data["n"].(int64); n < 0 {
+			tc.Result = "never stored"
+			return "", errors.New("negative")
+		}
+		tc.Result = map[string]any{"double": 2 * tc.Data["n"].(int64), "note": "ok"}
+		return "", nil
+	}, "ok", "oops").TaskOutput("result")
+	b.State("DONE").Hint("Done.")
+	b.State("RECOVER").Hint("Failed.")
+	b.Transition("READY", "go", "WORK").Expect("n", "integer")
+	b.Transition("WORK", "ok", "DONE")
+	b.Transition("WORK", "oops", "RECOVER")
+	e := start(t, setup{defs: []*workflow.Definition{b.MustBuild()}})
+
+	for _, c := range []struct {
+		n     int
+		state string
+		want  any
+	}{{21, "DONE", map[string]any{"double": 42.0, "note": "ok"}}, {-1, "RECOVER", nil}} {
+		id := e.startRun("").RunID
+		sc := e.openStream("/runs/" + id + "/stream")
+		sc.next(t, time.Second)
+		frame(t, e.fire(id, "go", map[string]any{"n": c.n}), 200)
+		sc.next(t, time.Second) // WORK/processing
+		m := sc.next(t, 3*time.Second)
+		data, _ := m["data"].(map[string]any)
+		if m["state"] != c.state || !reflect.DeepEqual(data["result"], c.want) || data["n"] != float64(c.n) {
+			t.Fatalf("n=%d: after the task: %v", c.n, m)
+		}
+	}
 }

@@ -144,6 +144,15 @@ func (sb *StateBuilder) RowTask(rowKey, onSuccess, onFailure string) *StateBuild
 	return sb
 }
 
+// TaskOutput names the run data key that receives the state's task result
+// when it succeeds (see Task.Output). Call it after Task or RowTask.
+func (sb *StateBuilder) TaskOutput(key string) *StateBuilder {
+	if sb.s.Task != nil {
+		sb.s.Task.Output = key
+	}
+	return sb
+}
+
 // TransitionBuilder configures one transition.
 type TransitionBuilder struct{ t *Transition }
 

@@ -189,6 +189,11 @@ type Task struct {
 	Row       string
 	OnSuccess string
 	OnFailure string
+	// Output, when set, is the run data key that receives the task's
+	// result when it succeeds, in the same commit as the OnSuccess (or
+	// returned) action: a row's parsed JSON output (output_format json),
+	// else its standard output; a Go task's TaskContext.Result.
+	Output string
 }
 
 // TaskFunc runs a background task. It returns the action to fire (""
@@ -208,6 +213,9 @@ type TaskContext struct {
 	Attempt int
 	// Report publishes progress to the run's stream subscribers.
 	Report func(progress, hint string)
+	// Result, set by the task, is stored under the state's Task.Output
+	// data key when the task succeeds (ignored without an Output key).
+	Result any
 }
 
 // Progress reports pct (0–100) and a hint to the run's stream subscribers.

@@ -75,6 +75,7 @@ type fileTask struct {
 	Row       string `yaml:"row"`
 	OnSuccess string `yaml:"on_success"`
 	OnFailure string `yaml:"on_failure"`
+	Output    string `yaml:"output"`
 }
 
 type fileTransition struct {
@@ -216,7 +217,7 @@ func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
 		s.Resources = append(s.Resources, res)
 	}
 	if fs.Task != nil {
-		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure}
+		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output}
 	}
 	return s, problems
 }

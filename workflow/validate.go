@@ -245,6 +245,9 @@ func (v *validator) state(s *State) {
 		if (s.Task.Func == nil) == (s.Task.Row == "") {
 			v.errf(tp, "a task needs exactly one implementation: a Go func or a directory row (row: KEY)")
 		}
+		if o := s.Task.Output; o != "" && strings.TrimSpace(o) != o {
+			v.errf(tp+".output", "output %q is a data key and must not start or end with spaces", o)
+		}
 		if s.Task.Row != "" && s.Task.OnSuccess == "" {
 			v.errf(tp+".on_success", "a row task needs on_success: the action fired when the command succeeds")
 		}

@@ -244,6 +244,32 @@ transitions:
 	}
 }
 
+func TestTaskOutputKey(t *testing.T) {
+	src := func(output string) []byte {
+		return []byte(`
+workflow_id: out-v1
+initial_state: A
+states:
+  A: {hint: a}
+  W: {hint: w, task: {row: some.row, on_success: done, output: '` + output + `'}}
+  B: {hint: b}
+transitions:
+  - {from: A, action: go, to: W}
+  - {from: W, action: done, to: B}
+`)
+	}
+	d, err := workflow.Load("o.yaml", src("product"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := d.State("W"); st.Task == nil || st.Task.Output != "product" || st.Task.Row != "some.row" {
+		t.Fatalf("task = %+v", st.Task)
+	}
+	if _, err := workflow.Load("o.yaml", src(" product"), nil); err == nil || !strings.Contains(err.Error(), "states.W.task.output") {
+		t.Fatalf("output key with spaces: %v", err)
+	}
+}
+
 func TestGraphs(t *testing.T) {
 	d := examples.ConfigWizard()
 	m := d.Mermaid("CONFIRM")

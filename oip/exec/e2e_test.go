@@ -266,6 +266,9 @@ func TestNumberFactsOverHTTP(t *testing.T) {
 	if f["state"] != "DONE" || f["status"] != "completed" {
 		t.Fatalf("after the task: %v", f)
 	}
+	if d, _ := f["data"].(map[string]any); d["product"] != 42.0 || d["a"] != 6.0 {
+		t.Fatalf("the task's output is not in the run's data: %v", f["data"])
+	}
 	key, finished := progressKey(t, untilFinished(t, lines))
 	if !strings.Contains(finished, "succeeded, exit code 0") {
 		t.Fatalf("finished: %q", finished)
