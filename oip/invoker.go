@@ -324,4 +324,5 @@ func keySafe(s string, n int) string {
 	}
 	return string(b)
 }
+
 var _ engine.TaskOutput = ToolResult{}
