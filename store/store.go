@@ -122,6 +122,12 @@ type LedgerRecord struct {
 	ReplayOf   string // for invocations: the inv_ID this one replays
 }
 
+// RunCursor is a position in StaleRuns' order: the last run seen.
+type RunCursor struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
 // LedgerPrev is what AppendLedger tells the record builder.
 type LedgerPrev struct {
 	Seq    int64         // the seq the new record must take
@@ -149,6 +155,16 @@ type Store interface {
 	// Events returns up to limit events of the run with Seq > after, in
 	// Seq order (limit <= 0: all). ErrNotFound for an unknown run.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
+
+	// StaleRuns returns up to limit runs last changed (UpdatedAt) before
+	// before, ordered by (UpdatedAt, ID), starting after the cursor (the
+	// zero cursor: from the oldest). It is how retention finds candidates.
+	StaleRuns(ctx context.Context, before time.Time, after RunCursor, limit int) ([]Run, error)
+
+	// DeleteRun removes run id with its events and tasks, atomically, if
+	// its version is still version: ErrConflict when the run has moved on,
+	// ErrNotFound when it is unknown. The ledger is never touched.
+	DeleteRun(ctx context.Context, id string, version int64) error
 
 	// CountRuns returns how many runs are stored, by workflow-independent
 	// stored status override ("" for runs whose status is derived).

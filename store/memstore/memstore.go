@@ -260,6 +260,56 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
+// StaleRuns implements store.Store.
+func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
+	s.mu.RLock()
+	var out []store.Run
+	for id, e := range s.runs {
+		r := e.current(id)
+		if !r.UpdatedAt.Before(before) {
+			continue
+		}
+		if !after.UpdatedAt.IsZero() || after.ID != "" {
+			if r.UpdatedAt.Before(after.UpdatedAt) || r.UpdatedAt.Equal(after.UpdatedAt) && r.ID <= after.ID {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.runs[id]
+	if !ok {
+		return fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
+	}
+	if v := e.version(); v != version {
+		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
+	}
+	delete(s.runs, id)
+	for tid, t := range s.tasks {
+		if t.RunID == id {
+			delete(s.tasks, tid)
+			s.dequeue(tid)
+		}
+	}
+	return nil
+}
+
 // CountRuns implements store.Store.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	s.mu.RLock()

@@ -223,6 +223,57 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
+// StaleRuns implements store.Store.
+func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	var afterAt *time.Time
+	if !after.UpdatedAt.IsZero() || after.ID != "" {
+		afterAt = &after.UpdatedAt
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs
+		WHERE updated_at < $1 AND ($2::timestamptz IS NULL OR (updated_at, id) > ($2, $3))
+		ORDER BY updated_at, id LIMIT $4`, before, afterAt, after.ID, lim)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: stale runs: %w", err)
+	}
+	out := []store.Run{}
+	var r store.Run
+	var data []byte
+	var ms []string
+	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt}, func() error {
+		c := r
+		c.Data = json.RawMessage(append([]byte{}, data...))
+		c.Milestones = readMilestones(ms)
+		c.CreatedAt, c.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("postgres: stale runs: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteRun implements store.Store. The run's events and tasks go with it
+// (ON DELETE CASCADE).
+func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
+	var deleted bool
+	var v *int64
+	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM runs WHERE id = $1 AND version = $2 RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM d), (SELECT version FROM runs WHERE id = $1)`, id, version).Scan(&deleted, &v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: delete run %s: %w", id, err)
+	case deleted:
+		return nil
+	case v == nil:
+		return fmt.Errorf("postgres: run %s: %w", id, store.ErrNotFound)
+	}
+	return fmt.Errorf("postgres: run %s at version %d, expected %d: %w", id, *v, version, store.ErrConflict)
+}
+
 // CountRuns implements store.Store.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)

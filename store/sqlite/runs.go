@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/asmp-dev/asmp/store"
@@ -104,25 +105,90 @@ func (s *Store) applyRest(tx wtx, c store.Commit) error {
 	return nil
 }
 
-// GetRun implements store.Store.
-func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at`
+
+// scanRun reads one row of runCols.
+func scanRun(sc scanner) (store.Run, error) {
 	var r store.Run
 	var data, ms string
 	var created, updated int64
-	err := s.queryRow(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs WHERE id = ?`, id).
-		Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &created, &updated)
+	if err := sc.Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &created, &updated); err != nil {
+		return store.Run{}, err
+	}
+	r.Data = json.RawMessage(data)
+	var err error
+	if r.Milestones, err = parseMilestones(ms); err != nil {
+		return store.Run{}, err
+	}
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return r, nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(s.queryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("sqlite: get run: %w", err)
 	}
-	r.Data = json.RawMessage(data)
-	if r.Milestones, err = parseMilestones(ms); err != nil {
-		return store.Run{}, err
-	}
-	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return r, nil
+}
+
+// StaleRuns implements store.Store.
+func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	afterNanos := int64(math.MinInt64)
+	if !after.UpdatedAt.IsZero() || after.ID != "" {
+		afterNanos = nanos(after.UpdatedAt)
+	}
+	rows, err := s.query(ctx, `SELECT `+runCols+` FROM runs
+		WHERE updated_at < ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
+		ORDER BY updated_at, id LIMIT ?`, nanos(before), afterNanos, afterNanos, after.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: stale runs: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: stale runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: stale runs: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
+	return s.write(ctx, func(tx wtx) error {
+		res, err := tx.Exec(`DELETE FROM runs WHERE id = ? AND version = ?`, id, version)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete run %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var v int64
+			err := tx.QueryRow(`SELECT version FROM runs WHERE id = ?`, id).Scan(&v)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
+			}
+			return fmt.Errorf("sqlite: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
+		}
+		if _, err := tx.Exec(`DELETE FROM events WHERE run_id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete run %s's events: %w", id, err)
+		}
+		if _, err := tx.Exec(`DELETE FROM tasks WHERE run_id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete run %s's tasks: %w", id, err)
+		}
+		return nil
+	})
 }
 
 // CommitRun implements store.Store.

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -40,6 +41,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"EventsPaging", testEventsPaging},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"CountRuns", testCountRuns},
+		{"StaleRunsAndDelete", testStaleRunsAndDelete},
 		{"TaskLifecycle", testTaskLifecycle},
 		{"TaskLeaseExpiry", testTaskLeaseExpiry},
 		{"TaskConcurrentClaim", testTaskConcurrentClaim},
@@ -264,6 +266,107 @@ func testCountRuns(t *testing.T, s store.Store) {
 	got, err := s.CountRuns(ctx())
 	if err != nil || got[""] != 1 || got["failed"] != 1 {
 		t.Fatalf("CountRuns = %v, %v", got, err)
+	}
+}
+
+// testStaleRunsAndDelete: StaleRuns pages through the runs last changed
+// before a time, oldest first; DeleteRun removes a run with its events and
+// tasks only at the version the caller saw.
+func testStaleRunsAndDelete(t *testing.T, s store.Store) {
+	// r0 and r1 stay at t0; r2 and r3 move on to t0+1s and t0+2s; r4 has a task.
+	for _, id := range []string{"r0", "r1", "r2", "r3", "r4"} {
+		mustCreate(t, s, id)
+	}
+	for i, id := range []string{"r2", "r3"} {
+		r, _ := s.GetRun(ctx(), id)
+		for range i + 1 {
+			if err := s.CommitRun(ctx(), r.Version, Next(r, "go", "NEXT", `{}`)); err != nil {
+				t.Fatal(err)
+			}
+			r, _ = s.GetRun(ctx(), id)
+		}
+	}
+	r4, _ := s.GetRun(ctx(), "r4")
+	c := Next(r4, "go", "WAIT", `{}`)
+	c.Event.Time, c.Run.UpdatedAt = t0, t0 // still at t0
+	c.Enqueue = task("t4", "r4", 2)
+	if err := s.CommitRun(ctx(), 1, c); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := func(rs []store.Run) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	all, err := s.StaleRuns(ctx(), t0.Add(2*time.Second), store.RunCursor{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(all); !slices.Equal(got, []string{"r0", "r1", "r4", "r2"}) {
+		t.Fatalf("stale before t0+2s = %v, want [r0 r1 r4 r2] (by time, then id)", got)
+	}
+	if all[3].Version != 2 || !all[3].UpdatedAt.Equal(t0.Add(time.Second)) || all[0].WorkflowID != "wf-test" {
+		t.Fatalf("stale run values: %+v", all)
+	}
+	// Paging: two at a time, resuming after the last seen.
+	var paged []string
+	cur := store.RunCursor{}
+	for {
+		page, err := s.StaleRuns(ctx(), t0.Add(time.Hour), cur, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 2 {
+			t.Fatalf("page of %d, limit 2", len(page))
+		}
+		paged = append(paged, ids(page)...)
+		if len(page) < 2 {
+			break
+		}
+		last := page[len(page)-1]
+		cur = store.RunCursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+	}
+	if !slices.Equal(paged, []string{"r0", "r1", "r4", "r2", "r3"}) {
+		t.Fatalf("paged = %v", paged)
+	}
+	if none, err := s.StaleRuns(ctx(), t0, store.RunCursor{}, 0); err != nil || len(none) != 0 {
+		t.Fatalf("stale before t0: %v, %v", none, err)
+	}
+
+	// Delete only at the version seen.
+	if err := s.DeleteRun(ctx(), "r2", 1); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("delete at an old version: %v, want ErrConflict", err)
+	}
+	if err := s.DeleteRun(ctx(), "nope", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete of an unknown run: %v, want ErrNotFound", err)
+	}
+	pending, _ := s.PendingTasks(ctx())
+	if err := s.DeleteRun(ctx(), "r4", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRun(ctx(), "r4"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted run still readable: %v", err)
+	}
+	if _, err := s.Events(ctx(), "r4", 0, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted run's events: %v, want ErrNotFound", err)
+	}
+	if n, _ := s.PendingTasks(ctx()); n != pending-1 {
+		t.Fatalf("pending tasks %d after deleting the run of one, want %d", n, pending-1)
+	}
+	if _, ok, err := s.ClaimTask(ctx(), "w", t0.Add(time.Hour), time.Minute, nil); err != nil || ok {
+		t.Fatalf("claimed a deleted run's task: %v %v", ok, err)
+	}
+	if err := s.CreateRun(ctx(), NewRun("r4")); err != nil {
+		t.Fatalf("re-creating a deleted run's id: %v", err)
+	}
+	if evs, err := s.Events(ctx(), "r4", 0, 0); err != nil || len(evs) != 1 {
+		t.Fatalf("a re-created run has old events: %v %v", evs, err)
+	}
+	counts, _ := s.CountRuns(ctx())
+	if total := counts[""]; total != 5 {
+		t.Fatalf("runs counted after delete and re-create: %v", counts)
 	}
 }
 
