@@ -60,6 +60,13 @@ func (c *frameCache) put(f *Encoded) {
 	})
 }
 
+// forget drops runID's entry.
+func (c *frameCache) forget(runID string) {
+	if _, ok := c.m.LoadAndDelete(runID); ok {
+		c.n.Add(-1)
+	}
+}
+
 // pureStates records, per workflow, the states whose frames are a
 // function of the stored run alone (see frameCache).
 func pureStates(e *Engine) map[string]map[string]bool {

@@ -13,6 +13,8 @@ import (
 type Metrics struct {
 	// Transitions counts committed run changes by workflow, event kind and action.
 	Transitions *prometheus.CounterVec
+	// Pruned counts runs deleted by retention (Prune).
+	Pruned prometheus.Counter
 
 	counters sync.Map // counterKey -> prometheus.Counter: no label hashing per commit
 }
@@ -24,6 +26,9 @@ func newMetrics() *Metrics {
 		Transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "asmp_transitions_total", Help: "Committed run changes by workflow, kind (created, transition, failed) and action.",
 		}, []string{"workflow", "kind", "action"}),
+		Pruned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "asmp_runs_pruned_total", Help: "Ended runs deleted by retention, with their events and tasks.",
+		}),
 	}
 }
 

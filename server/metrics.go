@@ -53,6 +53,7 @@ func newMetrics(e *engine.Engine) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		e.Metrics().Transitions,
+		e.Metrics().Pruned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
 			func() float64 { return float64(e.Hub().Subscribers()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_task_queue_depth", Help: "Background tasks not yet done (pending or running)."},

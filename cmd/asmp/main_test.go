@@ -334,3 +334,34 @@ func TestValidateAndGraphCommands(t *testing.T) {
 		t.Fatalf("graph: %v\n%s", err, out)
 	}
 }
+
+// --retention deletes ended runs once unchanged that long, with their
+// events; a run still in progress stays, and the metric counts them.
+func TestRetentionPrunesEndedRuns(t *testing.T) {
+	p := serve(t, "--db", filepath.Join(t.TempDir(), "asmp.db"), "--retention", "1s")
+	ended := frameOf(t, p.do("POST", "/runs", nil), 201).RunID
+	for _, step := range []struct {
+		action string
+		body   any
+	}{{"start", nil}, {"save", map[string]any{"value": "v"}}, {"confirm", nil}} {
+		frameOf(t, p.do("POST", "/runs/"+ended+"/transitions/"+step.action, step.body), 200)
+	}
+	active := frameOf(t, p.do("POST", "/runs", nil), 201).RunID
+	deadline := time.Now().Add(15 * time.Second)
+	for p.do("GET", "/runs/"+ended, nil).status != 404 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended run was not pruned:\n%s", p.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := p.do("GET", "/runs/"+ended+"/events", nil); r.status != 404 {
+		t.Fatalf("pruned run's events: %d %s", r.status, r.body)
+	}
+	frameOf(t, p.do("GET", "/runs/"+active, nil), 200)
+	if m := string(p.do("GET", "/metrics", nil).body); !strings.Contains(m, "asmp_runs_pruned_total 1") {
+		t.Fatalf("metrics lack the pruned run:\n%s", m)
+	}
+	if !strings.Contains(p.stderr.String(), "retention: deleted ended runs") {
+		t.Fatalf("no retention log line:\n%s", p.stderr.String())
+	}
+}

@@ -50,6 +50,7 @@ type serveFlags struct {
 	maxStreams int
 	maxDepth   int
 	gcFloor    int64
+	retention  time.Duration
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
 }
 
@@ -96,6 +97,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.IntVar(&f.rateBurst, "rate-burst", 0, "requests a client may send at once (default: twice --rate-limit)")
 	fl.IntVar(&f.maxStreams, "max-streams", 64, "open streams per client (0 = no limit)")
 	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
+	fl.DurationVar(&f.retention, "retention", 0, "delete ended runs (completed or failed) with their events and tasks once unchanged this long, e.g. 720h; 0 keeps every run (the OIP ledger is never pruned)")
 	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits instead of doubling the live heap (0 = Go's default; ignored when GOGC is set)")
 	addExecFlags(cmd, &f.exec)
 	return cmd
@@ -210,6 +212,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			return fmt.Errorf("--rate-limit %q: use auto, 0 (off) or requests per second", f.rateLimit)
 		}
 	}
+	if f.retention < 0 {
+		return fmt.Errorf("--retention %s: use a positive duration such as 720h, or 0 to keep every run", f.retention)
+	}
 	var eng *engine.Engine
 	resume := func() {
 		if eng != nil {
@@ -281,6 +286,18 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		return fmt.Errorf("listen on %s: %w", f.addr, err)
 	}
 	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: f.workers, Lease: f.taskLease})
+	keepCtx, stopKeeping := context.WithCancel(context.Background())
+	defer stopKeeping()
+	if f.retention > 0 {
+		every := min(max(f.retention/4, time.Second), 10*time.Minute)
+		go eng.KeepRuns(keepCtx, f.retention, every, func(n int, err error) {
+			if err != nil {
+				log.Error("retention: pruning ended runs failed", "err", err)
+				return
+			}
+			log.Info("retention: deleted ended runs", "runs", n, "unchanged_for", f.retention)
+		})
+	}
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,

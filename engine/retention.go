@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+)
+
+// prunePage is how many stale runs Prune reads at a time.
+const prunePage = 500
+
+// Prune deletes the runs that have ended (completed or failed) and have
+// not changed since before, with their events and tasks, and returns how
+// many it deleted. Runs that are still active, awaiting input or
+// processing are never deleted, however old, nor runs of workflows this
+// engine does not serve (it cannot tell whether they ended). A run that
+// changes while Prune looks at it stays. The OIP ledger is never touched.
+func (e *Engine) Prune(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	cur := store.RunCursor{}
+	for {
+		page, err := e.store.StaleRuns(ctx, before, cur, prunePage)
+		if err != nil {
+			return n, internal("could not list stale runs", err)
+		}
+		for _, sr := range page {
+			cur = store.RunCursor{UpdatedAt: sr.UpdatedAt, ID: sr.ID}
+			def, ok := e.defs[sr.WorkflowID]
+			if !ok {
+				continue
+			}
+			r := &Run{Run: sr, Def: def}
+			if !protocol.Terminal(r.Status()) {
+				continue
+			}
+			err := e.store.DeleteRun(ctx, sr.ID, sr.Version)
+			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+				continue // moved on, or pruned by another process
+			}
+			if err != nil {
+				return n, internal("could not delete run "+sr.ID, err)
+			}
+			e.forget(sr.ID)
+			e.metrics.Pruned.Inc()
+			n++
+		}
+		if len(page) < prunePage {
+			return n, nil
+		}
+	}
+}
+
+// forget drops what the engine keeps in memory about a deleted run.
+func (e *Engine) forget(runID string) {
+	e.pendMu.Lock()
+	if p, ok := e.pending[runID]; ok && resolved(p) {
+		delete(e.pending, runID)
+	}
+	e.pendMu.Unlock()
+	e.frames.forget(runID)
+	e.clis.forget(runID)
+}
+
+// KeepRuns prunes, every interval until ctx ends, the ended runs that have
+// not changed for longer than keep (see Prune); it reports each round's
+// outcome to logf when that is not nil. It returns when ctx ends.
+func (e *Engine) KeepRuns(ctx context.Context, keep, interval time.Duration, logf func(pruned int, err error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := e.Prune(ctx, e.now().Add(-keep))
+		if logf != nil && (n > 0 || err != nil) && ctx.Err() == nil {
+			logf(n, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
