@@ -132,16 +132,25 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	var r store.Run
-	var data []byte
-	var ms []string
-	err := s.pool.QueryRow(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs WHERE id = $1`, id).
-		Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt)
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("postgres: run %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("postgres: get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at`
+
+// scanRun reads one row of runCols.
+func scanRun(row pgx.Row) (store.Run, error) {
+	var r store.Run
+	var data []byte
+	var ms []string
+	if err := row.Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		return store.Run{}, err
 	}
 	r.Data = json.RawMessage(data)
 	r.Milestones = readMilestones(ms)
@@ -233,24 +242,14 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	if !after.UpdatedAt.IsZero() || after.ID != "" {
 		afterAt = &after.UpdatedAt
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at FROM runs
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
 		WHERE updated_at < $1 AND ($2::timestamptz IS NULL OR (updated_at, id) > ($2, $3))
 		ORDER BY updated_at, id LIMIT $4`, before, afterAt, after.ID, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: stale runs: %w", err)
 	}
-	out := []store.Run{}
-	var r store.Run
-	var data []byte
-	var ms []string
-	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt}, func() error {
-		c := r
-		c.Data = json.RawMessage(append([]byte{}, data...))
-		c.Milestones = readMilestones(ms)
-		c.CreatedAt, c.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
-		out = append(out, c)
-		return nil
-	}); err != nil {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Run, error) { return scanRun(row) })
+	if err != nil {
 		return nil, fmt.Errorf("postgres: stale runs: %w", err)
 	}
 	return out, nil
