@@ -34,17 +34,18 @@ type requestInfo struct {
 type infoKey struct{}
 
 func infoOf(w http.ResponseWriter, r *http.Request) *requestInfo {
-	for {
-		switch x := w.(type) {
-		case *statusWriter:
-			return &x.info
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = x.Unwrap()
-		default:
-			ri, _ := r.Context().Value(infoKey{}).(*requestInfo)
-			return ri
+	for range 32 { // a writer chain deeper than this is not one observe made
+		if sw, ok := w.(*statusWriter); ok {
+			return &sw.info
 		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
 	}
+	ri, _ := r.Context().Value(infoKey{}).(*requestInfo)
+	return ri
 }
 
 // statusWriter records the status code written; it also carries the

@@ -348,6 +348,7 @@ func (m *Model) setCLI(cli protocol.CLI, version int64) {
 func (m *Model) enterSelect() {
 	m.mode = modeSelect
 	m.fields = nil
+	m.ask = nil // a question about options that changed is void
 	m.cursor = 0
 	for i, o := range m.cli.Options {
 		if normKey(o.Keys) == "enter" {
@@ -581,6 +582,9 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		ask := m.ask
 		switch key {
 		case "y", "Y":
+			if m.stale() {
+				return m, nil // the run moved: wait for its options before sending anything
+			}
 			m.ask = nil
 			m.mode = modeBusy
 			return m, m.fire(m.cli.Options[ask.option].Action, ask.input)
