@@ -67,7 +67,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if c.Run.Version != 1 {
 		return fmt.Errorf("sqlite: a new run must have version 1, not %d", c.Run.Version)
 	}
-	return s.write(ctx, func(tx wtx) error {
+	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
 		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
@@ -79,7 +79,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
 		}
 		return s.applyRest(tx, c)
-	})
+	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })()
 }
 
 // applyRest writes the commit's event and task changes.
@@ -126,6 +126,10 @@ func scanRun(sc scanner) (store.Run, error) {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	r, ok, gen := s.runs.get(id)
+	if ok {
+		return r, nil
+	}
 	r, err := scanRun(s.queryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
@@ -133,6 +137,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, fmt.Errorf("sqlite: get run: %w", err)
 	}
+	s.runs.fill(r, gen)
 	return r, nil
 }
 
@@ -168,7 +173,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 
 // DeleteRun implements store.Store.
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
-	return s.write(ctx, func(tx wtx) error {
+	return s.queue(ctx, func(tx wtx) error {
 		res, err := tx.Exec(`DELETE FROM runs WHERE id = ? AND version = ?`, id, version)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete run %s: %w", id, err)
@@ -188,7 +193,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 			return fmt.Errorf("sqlite: delete run %s's tasks: %w", id, err)
 		}
 		return nil
-	})
+	}, func() { s.runs.committed(id, store.Run{}, true) })()
 }
 
 // CommitRun implements store.Store.
@@ -227,7 +232,7 @@ func (s *Store) CommitRunAsync(ctx context.Context, expected int64, c store.Comm
 			return fmt.Errorf("sqlite: run %s at version %d, expected %d: %w", r.ID, v, expected, store.ErrConflict)
 		}
 		return s.applyRest(tx, c)
-	})
+	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
 
 // Events implements store.Store.

@@ -6,7 +6,9 @@
 // savepoint, so one request's failure (a lost compare-and-set) never touches
 // another's, and the whole group is made durable by one fsync
 // (synchronous=FULL) before any request is answered. Reads use a separate
-// pool of connections and never wait for the writer.
+// pool of connections and never wait for the writer; recently read runs
+// are kept in memory and updated by the writer after each commit, so the
+// database file belongs to one process at a time (Open locks it).
 package sqlite
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -50,17 +53,25 @@ type Store struct {
 	// preparing on every call doubled the cost of each read and write.
 	wstmts map[string]*sql.Stmt
 	rstmts sync.Map // query -> *sql.Stmt
+	runs   *runCache
+	lock   *os.File // held open: the exclusive lock on the database
 }
 
 var _ store.Store = (*Store)(nil)
 
 type writeReq struct {
-	fn  func(tx wtx) error
-	err chan error
+	fn func(tx wtx) error
+	// after, when set, runs once fn's changes are committed (and before
+	// the write is answered): it updates what the store keeps in memory.
+	after func()
+	err   chan error
 }
 
 // ErrClosed is returned by writes on a closed store.
 var ErrClosed = errors.New("sqlite: store is closed")
+
+// ErrInUse is returned by Open when another process has the database open.
+var ErrInUse = errors.New("sqlite: the database is in use by another process (another asmp serve?)")
 
 // Open opens (creating if needed) the database file at path and applies
 // pending migrations.
@@ -69,6 +80,16 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	lock, err := lockFile(abs + "-lock")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			lock.Close()
+		}
+	}()
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -103,7 +124,9 @@ func Open(path string) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{path: abs, wdb: wdb, wconn: wconn, rdb: rdb, writes: make(chan *writeReq, MaxBatch), done: make(chan struct{}), wstmts: map[string]*sql.Stmt{}}
+	s := &Store{path: abs, wdb: wdb, wconn: wconn, rdb: rdb, writes: make(chan *writeReq, MaxBatch), done: make(chan struct{}), wstmts: map[string]*sql.Stmt{},
+		runs: newRunCache(), lock: lock}
+	opened = true
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -160,13 +183,14 @@ func migrate(db *sql.DB) error {
 // write runs fn in the writer's transaction (inside its own savepoint) and
 // returns once the transaction holding it is durable, or fn's error.
 func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
-	return s.queue(ctx, fn)()
+	return s.queue(ctx, fn, nil)()
 }
 
 // queue puts fn in the writer's queue and returns at once; wait returns
 // write's result. Functions queued one after the other run in that order.
-func (s *Store) queue(ctx context.Context, fn func(tx wtx) error) (wait func() error) {
-	req := &writeReq{fn: fn, err: make(chan error, 1)}
+// after, when not nil, runs once fn's changes are committed.
+func (s *Store) queue(ctx context.Context, fn func(tx wtx) error, after func()) (wait func() error) {
+	req := &writeReq{fn: fn, after: after, err: make(chan error, 1)}
 	select {
 	case <-s.done:
 		return func() error { return ErrClosed }
@@ -254,6 +278,11 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		return
 	}
 	for i, r := range batch {
+		if results[i] == nil && r.after != nil {
+			r.after()
+		}
+	}
+	for i, r := range batch {
 		r.err <- results[i]
 	}
 }
@@ -272,7 +301,8 @@ func (s *Store) Close() error {
 	})
 	err1 := s.rdb.Close()
 	err2 := s.wdb.Close()
-	return errors.Join(err1, err2)
+	err3 := s.lock.Close() // releases the lock
+	return errors.Join(err1, err2, err3)
 }
 
 // Ping checks that the database answers.

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -44,4 +45,28 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil || r.Version != 2 || r.State != "NEXT" || string(r.Data) != `{"v":"x"}` {
 		t.Fatalf("after reopen: %+v, %v", r, err)
 	}
+}
+
+// One process per database: a second Open of an open database fails with
+// ErrInUse, and succeeds once the first is closed.
+func TestOpenIsExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "one.db")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := sqlite.Open(path); !errors.Is(err, sqlite.ErrInUse) {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Fatalf("second Open: %v, want ErrInUse", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = sqlite.Open(path)
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	s.Close()
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CommitCAS", testCommitCAS},
 		{"CommitMissing", testCommitMissing},
 		{"ConcurrentCAS", testConcurrentCAS},
+		{"ReadsSeeAcknowledgedCommits", testReadsSeeAcknowledgedCommits},
 		{"EventsPaging", testEventsPaging},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"CountRuns", testCountRuns},
@@ -203,6 +205,60 @@ func testConcurrentCAS(t *testing.T, s store.Store) {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d: the log has a gap or duplicate", i, e.Seq)
 		}
+	}
+}
+
+// testReadsSeeAcknowledgedCommits: a read that starts after a commit was
+// acknowledged sees that commit (or a later one), while commits and reads
+// of the run go on concurrently. A store that caches runs must never
+// serve a value older than an acknowledged write.
+func testReadsSeeAcknowledgedCommits(t *testing.T, s store.Store) {
+	const commits = 150
+	r := mustCreate(t, s, "hot")
+	var acked atomic.Int64
+	acked.Store(1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				want := acked.Load()
+				got, err := s.GetRun(ctx(), "hot")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got.Version < want {
+					errs <- fmt.Errorf("read version %d after version %d was acknowledged", got.Version, want)
+					return
+				}
+			}
+		}()
+	}
+	for range commits {
+		c := Next(r, "tick", "START", `{}`)
+		if err := s.CommitRun(ctx(), r.Version, c); err != nil {
+			t.Fatal(err)
+		}
+		r = c.Run
+		acked.Store(r.Version)
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, err := s.GetRun(ctx(), "hot"); err != nil || got.Version != commits+1 {
+		t.Fatalf("final read: version %d, %v", got.Version, err)
 	}
 }
 
