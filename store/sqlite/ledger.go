@@ -126,9 +126,9 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 		WHERE h.type = ? AND h.key > ? ORDER BY h.key LIMIT ?`, typ, after, limit)
 }
 
-// replayedByQuery repeats the ledger_replay index's condition
-// (replay_of != ''): without it SQLite cannot use that partial index for a
-// parameter and scans the whole ledger on every call.
+// replayedByQuery repeats the ledger_replay index's condition (a
+// non-empty replay_of): without it SQLite cannot use that partial index
+// for a parameter and scans the whole ledger on every call.
 const replayedByQuery = `SELECT inv_id FROM ledger WHERE replay_of = ? AND replay_of != '' ORDER BY seq`
 
 // ReplayedBy implements store.Store.

@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// The ledger's replay lookup uses its index instead of scanning the
-// ledger (a scan per receipt made reading histories quadratic).
-func TestReplayedByUsesItsIndex(t *testing.T) {
+// queryPlan returns SQLite's plan for query, its steps joined by "; ".
+func queryPlan(t *testing.T, query string, args ...any) string {
+	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "plan.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+replayedByQuery, "x")
+	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,22 @@ func TestReplayedByUsesItsIndex(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	if p := strings.Join(plan, "; "); !strings.Contains(p, "INDEX ledger_replay") {
+	return strings.Join(plan, "; ")
+}
+
+// The ledger's replay lookup uses its index instead of scanning the
+// ledger (a scan per receipt made reading histories quadratic).
+func TestReplayedByUsesItsIndex(t *testing.T) {
+	if p := queryPlan(t, replayedByQuery, "x"); !strings.Contains(p, "INDEX ledger_replay") {
 		t.Fatalf("plan of the replay lookup: %s", p)
+	}
+}
+
+// Claiming a task walks the open tasks' index and looks candidates' runs
+// up by id: it never scans every task ever run, nor every run.
+func TestClaimUsesIndexes(t *testing.T) {
+	p := queryPlan(t, claimQuery, 5, `["wf"]`, `["wf"]`)
+	if !strings.Contains(p, "INDEX tasks_open") || strings.Contains(p, "SCAN tasks;") || strings.HasSuffix(p, "SCAN tasks") || strings.Contains(p, "SCAN runs") {
+		t.Fatalf("plan of the task claim: %s", p)
 	}
 }

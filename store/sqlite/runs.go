@@ -296,6 +296,15 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
+// claimQuery picks the oldest claimable task. It repeats the tasks_open
+// index's condition (status != 'done') so that SQLite walks that index
+// instead of every task ever run, and checks a candidate's workflow by
+// looking its run up, not by listing every run of the served workflows.
+const claimQuery = `SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until FROM tasks
+	WHERE status != 'done' AND (status = 'pending' OR (status = 'running' AND lease_until < ?))
+	  AND (? = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = tasks.run_id AND runs.workflow_id IN (SELECT value FROM json_each(?))))
+	ORDER BY created_at, id LIMIT 1`
+
 // ClaimTask implements store.Store.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
@@ -307,10 +316,7 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 	}
 	err := s.write(ctx, func(tx wtx) error {
 		var leaseUntil, created, updated int64
-		err := tx.QueryRow(`SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until FROM tasks
-			WHERE (status = 'pending' OR (status = 'running' AND lease_until < ?))
-			  AND (? = '' OR run_id IN (SELECT id FROM runs WHERE workflow_id IN (SELECT value FROM json_each(?))))
-			ORDER BY created_at, id LIMIT 1`, nanos(now), only, only).
+		err := tx.QueryRow(claimQuery, nanos(now), only, only).
 			Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &created, &updated, &leaseUntil)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
