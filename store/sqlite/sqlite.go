@@ -71,7 +71,7 @@ type writeReq struct {
 var ErrClosed = errors.New("sqlite: store is closed")
 
 // ErrInUse is returned by Open when another process has the database open.
-var ErrInUse = errors.New("sqlite: the database is in use by another process (another asmp serve?)")
+var ErrInUse = errors.New("the database is in use by another process (another asmp serve?)")
 
 // Open opens (creating if needed) the database file at path and applies
 // pending migrations.
