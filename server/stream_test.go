@@ -486,8 +486,15 @@ func TestTaskOutputInRunData(t *testing.T) {
 	b.Transition("READY", "go", "WORK").Expect("n", "integer")
 	b.Transition("WORK", "ok", "DONE")
 	b.Transition("WORK", "oops", "RECOVER")
-	e := start(t, setup{defs: []*workflow.Definition{b.MustBuild()}})
+	def := b.MustBuild()
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			checkTaskOutput(t, start(t, setup{defs: []*workflow.Definition{def}, newStor: open}))
+		})
+	}
+}
 
+func checkTaskOutput(t *testing.T, e *env) {
 	for _, c := range []struct {
 		n     int
 		state string
