@@ -7,8 +7,23 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-// maxCachedRuns bounds the runs the store keeps in memory.
-const maxCachedRuns = 1 << 16
+// Bounds of the runs the store keeps in memory: how many, how many bytes
+// in all, and the largest run kept (a run's data may be up to the request
+// body limit).
+const (
+	maxCachedRuns  = 1 << 16
+	maxCachedBytes = 64 << 20
+	maxCachedRun   = 256 << 10
+)
+
+// runSize approximates the memory a kept run holds.
+func runSize(r store.Run) int {
+	n := 256 + len(r.ID) + len(r.WorkflowID) + len(r.State) + len(r.Status) + len(r.Error) + len(r.Data)
+	for _, m := range r.Milestones {
+		n += 16 + len(m)
+	}
+	return n
+}
 
 // runCache keeps the current value of recently read runs, so that reading
 // a run again costs a map lookup instead of a query. Only one process
@@ -22,10 +37,11 @@ const maxCachedRuns = 1 << 16
 // before a commit can never be kept after it. Creating runs does not fill
 // the cache; reading them does.
 type runCache struct {
-	mu   sync.Mutex
-	runs map[string]store.Run
-	gens [1024]uint64 // commits per bucket of run ids
-	seed maphash.Seed
+	mu    sync.Mutex
+	runs  map[string]store.Run
+	bytes int          // runSize of the kept runs
+	gens  [1024]uint64 // commits per bucket of run ids
+	seed  maphash.Seed
 }
 
 func newRunCache() *runCache {
@@ -55,15 +71,31 @@ func (c *runCache) fill(r store.Run, gen uint64) {
 	if c.gens[b] != gen {
 		return
 	}
-	if len(c.runs) >= maxCachedRuns {
-		for id := range c.runs { // drop about half, whichever come first
+	c.put(r)
+}
+
+// put keeps r, making room first when a bound would be passed. Runs too
+// large to keep are forgotten instead. The caller holds mu.
+func (c *runCache) put(r store.Run) {
+	if old, ok := c.runs[r.ID]; ok {
+		c.bytes -= runSize(old)
+		delete(c.runs, r.ID)
+	}
+	size := runSize(r)
+	if size > maxCachedRun {
+		return
+	}
+	if len(c.runs) >= maxCachedRuns || c.bytes+size > maxCachedBytes {
+		for id, old := range c.runs { // drop about half, whichever come first
 			delete(c.runs, id)
-			if len(c.runs) < maxCachedRuns/2 {
+			c.bytes -= runSize(old)
+			if len(c.runs) < maxCachedRuns/2 && c.bytes < maxCachedBytes/2 {
 				break
 			}
 		}
 	}
 	c.runs[r.ID] = r
+	c.bytes += size
 }
 
 // committed records a commit of run id: its new value r, or its deletion
@@ -73,12 +105,14 @@ func (c *runCache) committed(id string, r store.Run, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gens[b]++
-	if _, ok := c.runs[id]; !ok {
+	old, ok := c.runs[id]
+	if !ok {
 		return
 	}
 	if deleted {
 		delete(c.runs, id)
+		c.bytes -= runSize(old)
 		return
 	}
-	c.runs[id] = r
+	c.put(r)
 }

@@ -40,15 +40,37 @@ func TestRunCacheNeverKeepsAValueOlderThanACommit(t *testing.T) {
 	}
 }
 
-// The cache stays within its bound.
+// The cache stays within its bounds: runs, bytes, and the largest run.
 func TestRunCacheIsBounded(t *testing.T) {
 	c := newRunCache()
+	check := func() {
+		t.Helper()
+		sum := 0
+		for _, r := range c.runs {
+			sum += runSize(r)
+		}
+		if n := len(c.runs); n > maxCachedRuns || n == 0 || sum != c.bytes || c.bytes > maxCachedBytes {
+			t.Fatalf("%d runs, %d bytes kept (counted %d); bounds %d runs, %d bytes", n, sum, c.bytes, maxCachedRuns, maxCachedBytes)
+		}
+	}
 	for i := range 2 * maxCachedRuns {
 		id := strconv.Itoa(i)
 		_, _, gen := c.get(id)
 		c.fill(store.Run{ID: id, Version: 1}, gen)
 	}
-	if n := len(c.runs); n > maxCachedRuns || n == 0 {
-		t.Fatalf("%d runs kept, bound %d", n, maxCachedRuns)
+	check()
+	data := make([]byte, 100<<10)
+	for i := range 2 * maxCachedBytes / len(data) {
+		id := "big" + strconv.Itoa(i)
+		_, _, gen := c.get(id)
+		c.fill(store.Run{ID: id, Version: 1, Snapshot: store.Snapshot{Data: data}}, gen)
+		c.committed(id, store.Run{ID: id, Version: 2, Snapshot: store.Snapshot{Data: data[:len(data)/2]}}, false)
 	}
+	check()
+	_, _, gen := c.get("huge")
+	c.fill(store.Run{ID: "huge", Snapshot: store.Snapshot{Data: make([]byte, maxCachedRun)}}, gen)
+	if _, ok, _ := c.get("huge"); ok {
+		t.Fatal("kept a run larger than maxCachedRun")
+	}
+	check()
 }
