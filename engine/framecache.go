@@ -17,19 +17,25 @@ type Encoded struct {
 	Body       []byte
 }
 
-// maxCachedFrames bounds the encoded answers each cache keeps.
-const maxCachedFrames = 4096
+// Bounds of each cache of encoded answers: how many, how many bytes in
+// all, and the largest answer kept (a frame carries the run's data).
+const (
+	maxCachedFrames     = 4096
+	maxCachedFrameBytes = 32 << 20
+	maxCachedFrame      = 64 << 10
+)
 
 // frameCache keeps the last encoded frame (or CLI object) of recently read
 // runs, so that reading an unchanged run again costs one store read and no
-// building or encoding. An entry is valid for one (version, base URL): any commit
-// makes it stale. Only frames that are a function of the stored run alone
-// are kept: not when a transition leaving the run's state has a guard that
-// may change its verdict without the data changing (a Go function, or an
-// expression calling now()).
+// building or encoding. An entry is valid for one (version, base URL): any
+// commit makes it stale. Only frames that are a function of the stored run
+// alone are kept: not when a transition leaving the run's state has a
+// guard that may change its verdict without the data changing (a Go
+// function, or an expression calling now()).
 type frameCache struct {
-	m sync.Map // run id -> *Encoded
-	n atomic.Int64
+	m     sync.Map // run id -> *Encoded
+	n     atomic.Int64
+	bytes atomic.Int64
 }
 
 func (c *frameCache) get(runID string, version int64, base string) *Encoded {
@@ -45,25 +51,34 @@ func (c *frameCache) get(runID string, version int64, base string) *Encoded {
 }
 
 func (c *frameCache) put(f *Encoded) {
-	if _, loaded := c.m.Swap(f.RunID, f); loaded {
+	if len(f.Body) > maxCachedFrame {
+		c.forget(f.RunID) // an older, smaller answer of the run is stale anyway
 		return
 	}
-	if c.n.Add(1) <= maxCachedFrames {
+	if old, loaded := c.m.Swap(f.RunID, f); loaded {
+		c.bytes.Add(int64(len(f.Body) - len(old.(*Encoded).Body)))
+	} else {
+		c.n.Add(1)
+		c.bytes.Add(int64(len(f.Body)))
+	}
+	if c.n.Load() <= maxCachedFrames && c.bytes.Load() <= maxCachedFrameBytes {
 		return
 	}
-	// Over the bound: forget about half, whichever the map yields first.
+	// Over a bound: forget about half, whichever the map yields first.
 	c.m.Range(func(k, v any) bool {
 		if c.m.CompareAndDelete(k, v) {
 			c.n.Add(-1)
+			c.bytes.Add(-int64(len(v.(*Encoded).Body)))
 		}
-		return c.n.Load() > maxCachedFrames/2
+		return c.n.Load() > maxCachedFrames/2 || c.bytes.Load() > maxCachedFrameBytes/2
 	})
 }
 
 // forget drops runID's entry.
 func (c *frameCache) forget(runID string) {
-	if _, ok := c.m.LoadAndDelete(runID); ok {
+	if v, ok := c.m.LoadAndDelete(runID); ok {
 		c.n.Add(-1)
+		c.bytes.Add(-int64(len(v.(*Encoded).Body)))
 	}
 }
 

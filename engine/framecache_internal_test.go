@@ -21,4 +21,20 @@ func TestFrameCacheIsBounded(t *testing.T) {
 	if held == 0 {
 		t.Fatal("the cache forgot everything")
 	}
+
+	// Bytes: large answers fill the byte budget long before the count.
+	var b frameCache
+	body := make([]byte, 60<<10)
+	for i := range 4 * maxCachedFrameBytes / len(body) {
+		b.put(&Encoded{RunID: strconv.Itoa(i), Version: 1, Body: body})
+	}
+	var sum int64
+	b.m.Range(func(_, v any) bool { sum += int64(len(v.(*Encoded).Body)); return true })
+	if sum > maxCachedFrameBytes || sum != b.bytes.Load() {
+		t.Fatalf("holds %d bytes, counts %d; bound %d", sum, b.bytes.Load(), maxCachedFrameBytes)
+	}
+	b.put(&Encoded{RunID: "0", Version: 2, Body: make([]byte, maxCachedFrame+1)})
+	if b.get("0", 1, "") != nil || b.get("0", 2, "") != nil {
+		t.Fatal("an answer over maxCachedFrame is kept, or a stale one stayed")
+	}
 }

@@ -41,8 +41,13 @@ type pendingCommit struct {
 }
 
 // maxKnown bounds how many runs' last committed values the engine keeps to
-// plan their next transitions without reading the store first.
-const maxKnown = 4096
+// plan their next transitions without reading the store first; a run whose
+// data is larger than maxKnownData is not kept (the bound on memory is
+// then about maxKnown × maxKnownData).
+const (
+	maxKnown     = 4096
+	maxKnownData = 16 << 10
+)
 
 func (e *Engine) pendingOf(runID string) *pendingCommit {
 	e.pendMu.Lock()
@@ -57,11 +62,11 @@ func (e *Engine) setPending(runID string, p *pendingCommit) {
 }
 
 // resolve wakes whoever waits for p. A failed commit is forgotten (unless a
-// later commit of the run replaced it); a durable one stays as the run's
-// last known value, within maxKnown.
+// later commit of the run replaced it), and so is a large one; a durable
+// one stays as the run's last known value, within maxKnown.
 func (e *Engine) resolve(runID string, p *pendingCommit, ok bool) {
 	e.pendMu.Lock()
-	if e.pending[runID] == p && !ok {
+	if e.pending[runID] == p && (!ok || len(p.next.Snapshot.Data) > maxKnownData) {
 		delete(e.pending, runID)
 	}
 	if len(e.pending) > maxKnown {
