@@ -340,8 +340,10 @@ func (r *results) targets() []target {
 	}
 	ts = append(ts, f)
 
-	m := target{name: "Config-wizard run in memory < 1 KB (RSS per stored run, :memory:)"}
-	if mm, ok := r.mem["memory"]; ok {
+	m := target{name: "Config-wizard run in memory < 1 KB (RSS per stored run, :memory:, at 100,000 runs)"}
+	// Judged at 100,000 runs, as the issue sets it: with fewer, the GC's
+	// heap floor (asmp serve --gc-floor, 32 MiB) dominates RSS per run.
+	if mm, ok := r.mem["memory"]; ok && mm["runs"] >= 100000 {
 		m.known = true
 		m.met = mm["bytes_per_run"] < 1024
 		m.measured = fmt.Sprintf("%.0f B at %s runs", mm["bytes_per_run"], thousands(mm["runs"]))
@@ -499,7 +501,7 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 	}
 
 	if len(r.memKeys) > 0 {
-		fmt.Fprintf(w, "## Memory per stored run\n\nConfig-wizard runs created with `POST /runs` (64 connections); VmRSS of the server from `/proc/PID/status` before, and 3 s after the last run. RSS includes garbage the Go runtime has not yet returned to the OS (GOGC=100), so it is an upper bound of the live data; the live heap after a full GC is the `BenchmarkLiveHeapPerRun` row of the Go benchmarks.\n\n")
+		fmt.Fprintf(w, "## Memory per stored run\n\nConfig-wizard runs created with `POST /runs` (64 connections); VmRSS of the server from `/proc/PID/status` before, and 3 s after the last run. RSS includes garbage the Go runtime has not yet returned to the OS (GOGC=100, and `asmp serve`'s heap floor: below ~16 MB of live data the heap may grow to 32 MiB before a collection, so RSS per run is only meaningful with many runs), so it is an upper bound of the live data; the live heap after a full GC is the `BenchmarkLiveHeapPerRun` row of the Go benchmarks.\n\n")
 		fmt.Fprintln(w, "| Store | Runs | RSS before | RSS after | RSS per run | Database file bytes per run | Runs created per s |")
 		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
 		for _, k := range r.memKeys {
