@@ -21,33 +21,17 @@ func (f Frame) AppendJSON(b []byte) ([]byte, error) {
 // appendFields appends the frame's properties and the closing brace.
 func (f *Frame) appendFields(b []byte) ([]byte, error) {
 	var err error
-	b = append(b, `"run_id":`...)
-	b = appendString(b, f.RunID)
-	b = append(b, `,"workflow_id":`...)
-	b = appendString(b, f.WorkflowID)
-	if f.ResourceURL != "" {
-		b = append(b, `,"resource_url":`...)
-		b = appendString(b, f.ResourceURL)
-	}
-	b = append(b, `,"state":`...)
-	b = appendString(b, f.State)
-	b = append(b, `,"status":`...)
-	b = appendString(b, f.Status)
-	b = append(b, `,"hint":`...)
-	b = appendString(b, f.Hint)
+	b = appendKV(b, `"run_id":`, f.RunID)
+	b = appendKV(b, `,"workflow_id":`, f.WorkflowID)
+	b = appendOptKV(b, `,"resource_url":`, f.ResourceURL)
+	b = appendKV(b, `,"state":`, f.State)
+	b = appendKV(b, `,"status":`, f.Status)
+	b = appendKV(b, `,"hint":`, f.Hint)
 	if s := f.ActiveSkill; s != nil {
-		b = append(b, `,"active_skill":{"name":`...)
-		b = appendString(b, s.Name)
-		b = append(b, `,"url":`...)
-		b = appendString(b, s.URL)
-		if s.ContextSummary != "" {
-			b = append(b, `,"context_summary":`...)
-			b = appendString(b, s.ContextSummary)
-		}
-		if s.Version != "" {
-			b = append(b, `,"version":`...)
-			b = appendString(b, s.Version)
-		}
+		b = appendKV(b, `,"active_skill":{"name":`, s.Name)
+		b = appendKV(b, `,"url":`, s.URL)
+		b = appendOptKV(b, `,"context_summary":`, s.ContextSummary)
+		b = appendOptKV(b, `,"version":`, s.Version)
 		b = append(b, '}')
 	}
 	b = append(b, `,"next_states":`...)
@@ -60,12 +44,9 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"action":`...)
-			b = appendString(b, n.Action)
-			b = append(b, `,"method":`...)
-			b = appendString(b, n.Method)
-			b = append(b, `,"href":`...)
-			b = appendString(b, n.Href)
+			b = appendKV(b, `{"action":`, n.Action)
+			b = appendKV(b, `,"method":`, n.Method)
+			b = appendKV(b, `,"href":`, n.Href)
 			if len(n.Expects) > 0 {
 				b = append(b, `,"expects":`...)
 				b = appendStringMap(b, n.Expects)
@@ -93,10 +74,7 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if f.StreamURL != "" {
-		b = append(b, `,"stream_url":`...)
-		b = appendString(b, f.StreamURL)
-	}
+	b = appendOptKV(b, `,"stream_url":`, f.StreamURL)
 	if len(f.Tools) > 0 {
 		b = append(b, `,"tools":[`...)
 		for i := range f.Tools {
@@ -104,14 +82,9 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"name":`...)
-			b = appendString(b, t.Name)
-			b = append(b, `,"href":`...)
-			b = appendString(b, t.Href)
-			if t.Description != "" {
-				b = append(b, `,"description":`...)
-				b = appendString(b, t.Description)
-			}
+			b = appendKV(b, `{"name":`, t.Name)
+			b = appendKV(b, `,"href":`, t.Href)
+			b = appendOptKV(b, `,"description":`, t.Description)
 			if len(t.Expects) > 0 {
 				b = append(b, `,"expects":`...)
 				b = appendStringMap(b, t.Expects)
@@ -127,16 +100,9 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"uri":`...)
-			b = appendString(b, r.URI)
-			if r.Name != "" {
-				b = append(b, `,"name":`...)
-				b = appendString(b, r.Name)
-			}
-			if r.MimeType != "" {
-				b = append(b, `,"mime_type":`...)
-				b = appendString(b, r.MimeType)
-			}
+			b = appendKV(b, `{"uri":`, r.URI)
+			b = appendOptKV(b, `,"name":`, r.Name)
+			b = appendOptKV(b, `,"mime_type":`, r.MimeType)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -153,16 +119,14 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 			b = append(b, ":{"...)
 			sep := false
 			if l.Href != "" {
-				b = append(b, `"href":`...)
-				b = appendString(b, l.Href)
+				b = appendKV(b, `"href":`, l.Href)
 				sep = true
 			}
 			if l.Method != "" {
 				if sep {
 					b = append(b, ',')
 				}
-				b = append(b, `"method":`...)
-				b = appendString(b, l.Method)
+				b = appendKV(b, `"method":`, l.Method)
 			}
 			b = append(b, '}')
 		}
@@ -194,8 +158,7 @@ func (c CLI) AppendJSON(b []byte) ([]byte, error) {
 		}
 		b = append(b, '"')
 		b = append(b, name...)
-		b = append(b, `":`...)
-		b = appendString(b, v)
+		b = appendKV(b, `":`, v)
 	}
 	field("prompt", c.Prompt)
 	field("hint", c.Hint)
@@ -209,14 +172,9 @@ func (c CLI) AppendJSON(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"action":`...)
-			b = appendString(b, o.Action)
-			b = append(b, `,"label":`...)
-			b = appendString(b, o.Label)
-			if o.Keys != "" {
-				b = append(b, `,"keys":`...)
-				b = appendString(b, o.Keys)
-			}
+			b = appendKV(b, `{"action":`, o.Action)
+			b = appendKV(b, `,"label":`, o.Label)
+			b = appendOptKV(b, `,"keys":`, o.Keys)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -392,4 +350,18 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendKV appends key, a ready-made `,"name":` prefix, and v as a JSON
+// string.
+func appendKV(b []byte, key, v string) []byte {
+	return appendString(append(b, key...), v)
+}
+
+// appendOptKV is appendKV when v is not empty (omitempty), else b.
+func appendOptKV(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendKV(b, key, v)
 }
