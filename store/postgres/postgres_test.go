@@ -366,58 +366,18 @@ func TestReplicasClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	claimed := map[string]string{}
-	var wg sync.WaitGroup
-	for w, s := range []*postgres.Store{a, b, a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			owner := fmt.Sprintf("w%d", w)
-			for {
-				tk, ok, err := s.ClaimTask(ctx, owner, t0, time.Hour, nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if !ok {
-					return
-				}
-				mu.Lock()
-				if prev, dup := claimed[tk.ID]; dup {
-					t.Errorf("task %s claimed by %s and %s", tk.ID, prev, owner)
-				}
-				claimed[tk.ID] = owner
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(claimed) != n {
+	if claimed := storetest.ClaimAll(t, []store.Store{a, b, a, b, a, b}, t0); len(claimed) != n {
 		t.Fatalf("claimed %d tasks, want %d", len(claimed), n)
 	}
 	// Expired leases are reclaimed exactly once too.
-	later := t0.Add(2 * time.Hour)
-	var reclaimed atomic.Int64
-	for _, s := range []*postgres.Store{a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				tk, ok, err := s.ClaimTask(ctx, "late", later, time.Hour, nil)
-				if err != nil || !ok {
-					return
-				}
-				if tk.Attempts != 2 {
-					t.Errorf("reclaimed %s at attempt %d, want 2", tk.ID, tk.Attempts)
-				}
-				reclaimed.Add(1)
-			}
-		}()
+	reclaimed := storetest.ClaimAll(t, []store.Store{a, b, a, b}, t0.Add(2*time.Hour))
+	if len(reclaimed) != n {
+		t.Fatalf("reclaimed %d tasks, want %d", len(reclaimed), n)
 	}
-	wg.Wait()
-	if reclaimed.Load() != n {
-		t.Fatalf("reclaimed %d tasks, want %d", reclaimed.Load(), n)
+	for id, tk := range reclaimed {
+		if tk.Attempts != 2 {
+			t.Errorf("reclaimed %s at attempt %d, want 2", id, tk.Attempts)
+		}
 	}
 }
 

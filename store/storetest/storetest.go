@@ -505,16 +505,25 @@ func testTaskConcurrentClaim(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
+	if claimed := ClaimAll(t, []store.Store{s, s, s, s, s, s}, t0); len(claimed) != n {
+		t.Fatalf("claimed %d tasks, want %d", len(claimed), n)
+	}
+}
+
+// ClaimAll runs one worker per entry of workers (a store may appear more
+// than once: several workers on one process), each claiming tasks at now
+// until none is claimable, and returns every claimed task by id. A task
+// claimed twice fails t.
+func ClaimAll(t *testing.T, workers []store.Store, now time.Time) map[string]store.Task {
+	t.Helper()
 	var mu sync.Mutex
-	claimed := map[string]string{}
+	claimed := map[string]store.Task{}
 	var wg sync.WaitGroup
-	for w := 0; w < 6; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
+	for w, s := range workers {
+		wg.Go(func() {
 			owner := fmt.Sprintf("w%d", w)
 			for {
-				tk, ok, err := s.ClaimTask(ctx(), owner, t0, time.Hour, nil)
+				tk, ok, err := s.ClaimTask(ctx(), owner, now, time.Hour, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -524,17 +533,15 @@ func testTaskConcurrentClaim(t *testing.T, s store.Store) {
 				}
 				mu.Lock()
 				if prev, dup := claimed[tk.ID]; dup {
-					t.Errorf("task %s claimed by %s and %s", tk.ID, prev, owner)
+					t.Errorf("task %s claimed by %s and %s", tk.ID, prev.Owner, owner)
 				}
-				claimed[tk.ID] = owner
+				claimed[tk.ID] = tk
 				mu.Unlock()
 			}
-		}(w)
+		})
 	}
 	wg.Wait()
-	if len(claimed) != n {
-		t.Fatalf("claimed %d tasks, want %d", len(claimed), n)
-	}
+	return claimed
 }
 
 func testTaskReleaseAndFinish(t *testing.T, s store.Store) {
