@@ -34,15 +34,24 @@ func init() {
 	register(newWatchCmd)
 }
 
-// agentFlags are the flags every agent command has.
-type agentFlags struct {
+// clientFlags are the flags every client command has: the server and
+// the output format.
+type clientFlags struct {
 	server string
 	json   bool
 }
 
-func (f *agentFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "ASMP server base URL (default: the run's remembered server, else $ASMP_URL)")
+// addFlags declares --server (described by serverHelp) and --json.
+func (f *clientFlags) addFlags(cmd *cobra.Command, serverHelp string) {
+	cmd.Flags().StringVar(&f.server, "server", "", serverHelp)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON for machines (see docs/CLI_JSON.md) instead of text")
+}
+
+// agentFlags are the flags every agent command has.
+type agentFlags struct{ clientFlags }
+
+func (f *agentFlags) add(cmd *cobra.Command) {
+	f.addFlags(cmd, "ASMP server base URL (default: the run's remembered server, else $ASMP_URL)")
 }
 
 // client returns a client of the server runID lives on (see

@@ -50,14 +50,10 @@ func init() {
 const maxOIPFile = 32 << 20
 
 // oipFlags are the flags every OIP client command has.
-type oipFlags struct {
-	server string
-	json   bool
-}
+type oipFlags struct{ clientFlags }
 
 func (f *oipFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "ASMP server base URL (default: $ASMP_URL)")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON for machines (see docs/CLI_JSON.md) instead of text")
+	f.addFlags(cmd, "ASMP server base URL (default: $ASMP_URL)")
 }
 
 // client returns a client of --server, else $ASMP_URL, with the token of
