@@ -45,8 +45,14 @@ func newMetrics(e *engine.Engine) *metrics {
 		}, []string{"route", "method"}),
 	}
 	st := e.Store()
-	ctx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), 2*time.Second)
+	// storeGauge reports what read returns at scrape time (0 on error).
+	storeGauge := func(name, help string, read func(context.Context) (int64, error)) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, _ := read(c)
+			return float64(n)
+		})
 	}
 	m.reg.MustRegister(
 		m.requests, m.latency,
@@ -56,20 +62,8 @@ func newMetrics(e *engine.Engine) *metrics {
 		e.Metrics().Pruned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
 			func() float64 { return float64(e.Hub().Subscribers()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_task_queue_depth", Help: "Background tasks not yet done (pending or running)."},
-			func() float64 {
-				c, cancel := ctx()
-				defer cancel()
-				n, _ := st.PendingTasks(c)
-				return float64(n)
-			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_ledger_records", Help: "Records in the OIP ledger."},
-			func() float64 {
-				c, cancel := ctx()
-				defer cancel()
-				n, _ := st.LedgerSize(c)
-				return float64(n)
-			}),
+		storeGauge("asmp_task_queue_depth", "Background tasks not yet done (pending or running).", st.PendingTasks),
+		storeGauge("asmp_ledger_records", "Records in the OIP ledger.", st.LedgerSize),
 		&runsCollector{e: e},
 	)
 	return m
