@@ -110,17 +110,7 @@ func BenchmarkCLI(b *testing.B) {
 
 func loopEngine(b *testing.B, expects bool) *engine.Engine {
 	b.Helper()
-	w := workflow.New("loop-v1", "LOOP")
-	w.State("LOOP").Hint("Tick as often as you like.")
-	t := w.Transition("LOOP", "tick", "LOOP")
-	if expects {
-		t.Expect("n", "integer")
-	}
-	e, err := engine.New(memstore.New(), []*workflow.Definition{w.MustBuild()}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return e
+	return loopOn(b, memstore.New(), expects)
 }
 
 // BenchmarkTransition fires a self-loop on the in-memory store: one run

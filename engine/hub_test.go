@@ -6,17 +6,26 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-func loop(t *testing.T) *engine.Engine {
-	b := workflow.New("loop-v1", "LOOP")
-	b.State("LOOP").Hint("tick")
-	b.Transition("LOOP", "tick", "LOOP")
-	e, err := engine.New(memstore.New(), []*workflow.Definition{b.MustBuild()}, nil)
+func loop(t *testing.T) *engine.Engine { return loopOn(t, memstore.New(), false) }
+
+// loopOn returns an engine on st serving loop-v1: LOOP --tick--> LOOP,
+// where tick expects an integer n when expects is set.
+func loopOn(tb testing.TB, st store.Store, expects bool) *engine.Engine {
+	tb.Helper()
+	w := workflow.New("loop-v1", "LOOP")
+	w.State("LOOP").Hint("Tick as often as you like.")
+	tr := w.Transition("LOOP", "tick", "LOOP")
+	if expects {
+		tr.Expect("n", "integer")
+	}
+	e, err := engine.New(st, []*workflow.Definition{w.MustBuild()}, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return e
 }

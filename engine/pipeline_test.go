@@ -100,13 +100,7 @@ func fire(e *engine.Engine, id, action string) chan result {
 // events reach subscribers in order.
 func TestQueuedTransitionsShareAGroup(t *testing.T) {
 	qs := &queuedStore{Store: memstore.New()}
-	w := workflow.New("loop-v1", "LOOP")
-	w.State("LOOP").Hint("tick")
-	w.Transition("LOOP", "tick", "LOOP")
-	e, err := engine.New(qs, []*workflow.Definition{w.MustBuild()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := loopOn(t, qs, false)
 	r, err := e.StartRun(context.Background(), "", nil, engine.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -143,13 +137,7 @@ func TestQueuedTransitionsShareAGroup(t *testing.T) {
 // lands on its own.
 func TestQueuedCommitFailureRevalidatesTheNext(t *testing.T) {
 	qs := &queuedStore{Store: memstore.New()}
-	w := workflow.New("loop-v1", "LOOP")
-	w.State("LOOP").Hint("tick")
-	w.Transition("LOOP", "tick", "LOOP")
-	e, err := engine.New(qs, []*workflow.Definition{w.MustBuild()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := loopOn(t, qs, false)
 	r, _ := e.StartRun(context.Background(), "", nil, engine.StartOptions{})
 	a := fire(e, r.ID, "tick")
 	qs.waitQueued(t, 1)
@@ -228,13 +216,7 @@ func TestQueuedRefusalWaitsForTheStoredRun(t *testing.T) {
 // and the transition is planned again on the stored run.
 func TestKeptValueGoneStaleIsReplanned(t *testing.T) {
 	qs := &queuedStore{Store: memstore.New()}
-	w := workflow.New("loop-v1", "LOOP")
-	w.State("LOOP").Hint("tick")
-	w.Transition("LOOP", "tick", "LOOP").Expect("n", "integer")
-	e, err := engine.New(qs, []*workflow.Definition{w.MustBuild()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := loopOn(t, qs, true)
 	ctx := context.Background()
 	r, _ := e.StartRun(ctx, "", nil, engine.StartOptions{})
 	tick := func(n int64) *engine.Run {
