@@ -51,7 +51,7 @@
 // of class "refused" and still answered with 201. Execution itself is
 // delegated to an Executor: the attempt is recorded first, then the
 // result as an invocation_result record whose result_of is the attempt.
-// Package oip/exec is the sandboxed Executor; an execution outlives its
+// Package oip/runner is the sandboxed Executor; an execution outlives its
 // caller's context unless that was marked with CancelExecution.
 //
 // # Workflows

@@ -24,7 +24,7 @@ func backends(t *testing.T, f func(t *testing.T, st store.Store)) {
 
 func openSQLite(t testing.TB, path string) store.Store {
 	t.Helper()
-	st, err := sqlite.Open(path)
+	st, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/oip"
-	"github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/oip/runner"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store/memstore"
 )
@@ -27,7 +27,7 @@ func newInvoker(t *testing.T, allow ...string) (*oip.Service, *oip.Invoker) {
 	t.Helper()
 	o := &oip.Options{}
 	if allow != nil {
-		ex, err := exec.New(exec.Options{Allow: allow, Dir: t.TempDir()})
+		ex, err := runner.New(runner.Options{Allow: allow, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ import (
 var backends = map[string]func(t *testing.T) store.Store{
 	"memory": func(t *testing.T) store.Store { return memstore.New() },
 	"sqlite": func(t *testing.T) store.Store {
-		s, err := sqlite.Open(filepath.Join(t.TempDir(), "api.db"))
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "api.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

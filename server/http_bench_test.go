@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -81,7 +82,7 @@ func BenchmarkAPI(b *testing.B) {
 	}{
 		{"memory", func(b *testing.B) store.Store { return memstore.New() }},
 		{"sqlite", func(b *testing.B) store.Store {
-			s, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	_ "expvar" // registers /debug/vars (memstats) on http.DefaultServeMux
 	"flag"
@@ -57,7 +58,7 @@ func run(addr, paddr, db string, files []string) error {
 	if db == ":memory:" {
 		st = memstore.New()
 	} else {
-		s, err := sqlite.Open(db)
+		s, err := sqlite.Open(context.Background(), db, nil)
 		if err != nil {
 			return err
 		}

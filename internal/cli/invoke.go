@@ -20,7 +20,7 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/command"
-	oipexec "github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/oip/runner"
 )
 
 func init() { register(newInvokeCmd) }
@@ -263,8 +263,8 @@ func addExecFlags(cmd *cobra.Command, f *execFlags) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.allow, "allow-exec", false, "execute directory rows (invocations with execute: true, row-bound tools and tasks); without it they are recorded as refused")
 	fl.StringArrayVar(&f.programs, "exec-allow", nil, "a program rows may run (repeatable): a name, resolved on PATH at start-up, or an absolute path; shell rows also need sh")
-	fl.DurationVar(&f.timeout, "exec-timeout", oipexec.DefaultMaxTimeout, "the longest any execution may run: it caps each row's own timeout (rows without one get 30s)")
-	fl.Int64Var(&f.maxOutput, "exec-max-output", oipexec.DefaultMaxOutput, "bytes of stdout and of stderr kept per execution (their full sizes and SHA-256 are always recorded)")
+	fl.DurationVar(&f.timeout, "exec-timeout", runner.DefaultMaxTimeout, "the longest any execution may run: it caps each row's own timeout (rows without one get 30s)")
+	fl.Int64Var(&f.maxOutput, "exec-max-output", runner.DefaultMaxOutput, "bytes of stdout and of stderr kept per execution (their full sizes and SHA-256 are always recorded)")
 	fl.IntVar(&f.concurrency, "exec-concurrency", 0, "executions run at once (default: the number of CPUs, at least 2)")
 	fl.StringVar(&f.dir, "exec-dir", "", "directory in which each execution gets a fresh working directory, removed afterwards (default: $TMPDIR/asmp-exec)")
 }
@@ -281,7 +281,7 @@ func newExecutor(f execFlags, log *slog.Logger) (oip.Executor, string, error) {
 	if f.timeout <= 0 || f.maxOutput <= 0 || f.concurrency < 0 {
 		return nil, "", fmt.Errorf("--exec-timeout and --exec-max-output must be positive and --exec-concurrency not negative")
 	}
-	ex, err := oipexec.New(oipexec.Options{
+	ex, err := runner.New(runner.Options{
 		Allow:       f.programs,
 		MaxTimeout:  f.timeout,
 		MaxOutput:   f.maxOutput,

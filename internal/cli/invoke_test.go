@@ -12,7 +12,7 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/cli"
 	"github.com/asmp-dev/asmp/oip"
-	oipexec "github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/oip/runner"
 	"github.com/asmp-dev/asmp/store/memstore"
 )
 
@@ -20,7 +20,7 @@ import (
 // (expr A OP B) and an executor allowing factor and expr.
 func ledgerServer(t *testing.T) (string, *oip.Service) {
 	t.Helper()
-	ex, err := oipexec.New(oipexec.Options{Allow: []string{"factor", "expr"}, Dir: t.TempDir()})
+	ex, err := runner.New(runner.Options{Allow: []string{"factor", "expr"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/cli"
 	"github.com/asmp-dev/asmp/oip"
-	oipexec "github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/oip/runner"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 )
@@ -79,7 +79,7 @@ func oipServer(t *testing.T, execute bool) (string, *oip.Service) {
 	st := memstore.New()
 	var opts *oip.Options
 	if execute {
-		ex, err := oipexec.New(oipexec.Options{Allow: []string{"echo"}, Dir: t.TempDir()})
+		ex, err := runner.New(runner.Options{Allow: []string{"echo"}, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,7 +131,7 @@ func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()
 		}
 		return s, s.String(), ledgerKeyPath(), nil
 	default:
-		s, err := sqlite.Open(db)
+		s, err := sqlite.Open(context.Background(), db, nil)
 		if err != nil {
 			return nil, "", "", err
 		}

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func openBench(b *testing.B) store.Store {
-	s, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 // queryPlan returns SQLite's plan for query, its steps joined by "; ".
 func queryPlan(t *testing.T, query string, args ...any) string {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "plan.db"))
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "plan.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

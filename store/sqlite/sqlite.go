@@ -73,9 +73,18 @@ var ErrClosed = errors.New("sqlite: store is closed")
 // ErrInUse is returned by Open when another process has the database open.
 var ErrInUse = errors.New("the database is in use by another process (another asmp serve?)")
 
+// Options configure a SQLite store. The zero value (or nil) is the default;
+// it has no settings today and is there so that new ones do not change
+// Open's signature (postgres.Open takes the same shape).
+type Options struct{}
+
 // Open opens (creating if needed) the database file at path and applies
-// pending migrations.
-func Open(path string) (*Store, error) {
+// pending migrations. ctx bounds the opening (the lock, the migrations);
+// the store itself lives until Close.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -104,7 +113,7 @@ func Open(path string) (*Store, error) {
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
-	if err := migrate(wdb); err != nil {
+	if err := migrate(ctx, wdb); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
@@ -118,7 +127,7 @@ func Open(path string) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(8)
 	rdb.SetMaxIdleConns(8)
-	wconn, err := wdb.Conn(context.Background())
+	wconn, err := wdb.Conn(ctx)
 	if err != nil {
 		rdb.Close()
 		wdb.Close()
@@ -135,8 +144,8 @@ func Open(path string) (*Store, error) {
 // Path returns the database file's absolute path.
 func (s *Store) Path() string { return s.path }
 
-func migrate(db *sql.DB) error {
-	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`); err != nil {
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`); err != nil {
 		return err
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
@@ -151,7 +160,7 @@ func migrate(db *sql.DB) error {
 			return fmt.Errorf("migration %s: bad name", base)
 		}
 		var n int
-		if err := db.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -161,15 +170,15 @@ func migrate(db *sql.DB) error {
 		if err != nil {
 			return err
 		}
-		tx, err := db.Begin()
+		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(string(body)); err != nil {
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migration %s: %w", base, err)
 		}
-		if _, err := tx.Exec(`INSERT INTO schema_migrations (version) VALUES (?)`, v); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, v); err != nil {
 			tx.Rollback()
 			return err
 		}

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := sqlite.Open(filepath.Join(t.TempDir(), "test.db"))
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +23,7 @@ func TestConformance(t *testing.T) {
 
 func TestReopenKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "re.db")
-	s, err := sqlite.Open(path)
+	s, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = sqlite.Open(path) // migrations must be idempotent
+	s, err = sqlite.Open(context.Background(), path, nil) // migrations must be idempotent
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +52,11 @@ func TestReopenKeepsData(t *testing.T) {
 // ErrInUse, and succeeds once the first is closed.
 func TestOpenIsExclusive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "one.db")
-	s, err := sqlite.Open(path)
+	s, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s2, err := sqlite.Open(path); !errors.Is(err, sqlite.ErrInUse) {
+	if s2, err := sqlite.Open(context.Background(), path, nil); !errors.Is(err, sqlite.ErrInUse) {
 		if s2 != nil {
 			s2.Close()
 		}
@@ -64,7 +65,7 @@ func TestOpenIsExclusive(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = sqlite.Open(path)
+	s, err = sqlite.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatalf("Open after Close: %v", err)
 	}

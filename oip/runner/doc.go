@@ -1,4 +1,4 @@
-// Package exec is the sandboxed executor of OIP invocations (SPEC section
+// Package runner is the sandboxed executor of OIP invocations (SPEC section
 // 9): an oip.Executor that runs the command a directory row builds, within
 // what Go and Linux give without root.
 //
@@ -58,4 +58,4 @@
 // privileges; it has no seccomp filter, namespaces or resource limits
 // beyond the timeout and the concurrency bound. The allowlist and the
 // row's fixed argv shape are the security boundary: see docs/SECURITY.md.
-package exec
+package runner

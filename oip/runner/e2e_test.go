@@ -1,4 +1,4 @@
-package exec_test
+package runner_test
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
-	"github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/oip/runner"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/spec"
@@ -44,7 +44,7 @@ func newSite(t *testing.T, allow []string) *site {
 	st := memstore.New()
 	o := &oip.Options{}
 	if allow != nil {
-		ex, err := exec.New(exec.Options{Allow: allow, Dir: t.TempDir()})
+		ex, err := runner.New(runner.Options{Allow: allow, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +389,7 @@ func TestToolCallsConcurrently(t *testing.T) {
 // TestExecutionOutlivesWriteTimeout: POST /api/dispatch waits for an
 // execution longer than the HTTP server's write timeout and still answers.
 func TestExecutionOutlivesWriteTimeout(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"sleep"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"sleep"}})
 	l.row("sleep", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":5}`)
 	hs := httptest.NewUnstartedServer(l.svc.Handler())
 	hs.Config.WriteTimeout = 300 * time.Millisecond

@@ -1,4 +1,4 @@
-package exec
+package runner
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -383,7 +383,7 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 	readers.Go(func() { _, _ = io.Copy(stdout, outR) })
 	readers.Go(func() { _, _ = io.Copy(stderr, errR) })
 
-	cmd := &osexec.Cmd{
+	cmd := &exec.Cmd{
 		Path:   p.path,
 		Args:   p.argv,
 		Env:    []string{"PATH=" + e.path, "LANG=C.UTF-8", "HOME=" + dir},

@@ -1,4 +1,4 @@
-package exec_test
+package runner_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/oip"
-	"github.com/asmp-dev/asmp/oip/exec"
+	"github.com/asmp-dev/asmp/oip/runner"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store/memstore"
 )
@@ -28,11 +28,11 @@ import (
 type ledger struct {
 	t   *testing.T
 	svc *oip.Service
-	ex  *exec.Executor
+	ex  *runner.Executor
 	n   atomic.Int64
 }
 
-func newLedger(t *testing.T, opts *exec.Options) *ledger {
+func newLedger(t *testing.T, opts *runner.Options) *ledger {
 	t.Helper()
 	l := &ledger{t: t}
 	o := &oip.Options{}
@@ -40,7 +40,7 @@ func newLedger(t *testing.T, opts *exec.Options) *ledger {
 		if opts.Dir == "" {
 			opts.Dir = t.TempDir()
 		}
-		ex, err := exec.New(*opts)
+		ex, err := runner.New(*opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ const (
 )
 
 func TestSucceededAndFailed(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"echo", "sh"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"echo", "sh"}})
 	l.row("echo", echoRow)
 	l.row("sh", fmt.Sprintf(shRow, 10))
 
@@ -133,7 +133,7 @@ func TestSucceededAndFailed(t *testing.T) {
 }
 
 func TestJSONOutput(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"echo"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"echo"}})
 	l.row("json", strings.Replace(echoRow, `"command"`, `"output_format":"json","command"`, 1))
 	rc := l.invoke("json", map[string]any{"words": []string{`{"a":`, `[1, 2.5, "x"]}`}})
 	if o := rc.Outcome; o.Class != oip.OutcomeSucceeded || string(o.Output) != `{"a":[1,2.5,"x"]}` {
@@ -165,7 +165,7 @@ func alive(pid int) bool {
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"sh", "sleep"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"sh", "sleep"}})
 	l.row("sh", fmt.Sprintf(shRow, 1))
 	l.row("sleep", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":0.5}`)
 
@@ -202,7 +202,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestChildrenDieWhenCommandExits(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"sh"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"sh"}})
 	l.row("sh", fmt.Sprintf(shRow, 10))
 	start := time.Now()
 	// The background child keeps stdout open; it must not hold the
@@ -226,7 +226,7 @@ func TestChildrenDieWhenCommandExits(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"seq", "sh"}, MaxOutput: 1000})
+	l := newLedger(t, &runner.Options{Allow: []string{"seq", "sh"}, MaxOutput: 1000})
 	l.row("seq", `{"type":"directory_row","command":"seq","args":[{"name":"n","type":"integer","required":true}]}`)
 	l.row("sh", fmt.Sprintf(shRow, 10))
 	rc := l.invoke("seq", map[string]any{"n": 100000})
@@ -293,7 +293,7 @@ func TestRefusedNothingRuns(t *testing.T) {
 		check(t, l, rc, "a", "--allow-exec", 1)
 	})
 	t.Run("no exec scope", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{Allow: []string{"touch"}})
+		l := newLedger(t, &runner.Options{Allow: []string{"touch"}})
 		l.row("touch", touchRow)
 		rc := l.invokeAs(auth.Principal{Name: "reader", Scopes: []string{auth.ScopeRead, auth.ScopeDispatch}}, "touch", map[string]any{"path": target("b")})
 		check(t, l, rc, "b", `"reader" lacks the exec scope`, 1)
@@ -306,34 +306,34 @@ func TestRefusedNothingRuns(t *testing.T) {
 		}
 	})
 	t.Run("not on the allowlist", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{Allow: []string{"echo"}})
+		l := newLedger(t, &runner.Options{Allow: []string{"echo"}})
 		l.row("touch", touchRow)
 		rc := l.invoke("touch", map[string]any{"path": target("c")})
 		check(t, l, rc, "c", "not on this server's allowlist", 2)
 	})
 	t.Run("empty allowlist", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{})
+		l := newLedger(t, &runner.Options{})
 		l.row("touch", touchRow)
 		check(t, l, l.invoke("touch", map[string]any{"path": target("d")}), "d", "allowlist", 2)
 	})
 	t.Run("bad input", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{Allow: []string{"touch"}})
+		l := newLedger(t, &runner.Options{Allow: []string{"touch"}})
 		l.row("touch", touchRow)
 		check(t, l, l.invoke("touch", map[string]any{"path": target("e"), "force": true}), "e", "does not fit the row", 1)
 		check(t, l, l.invoke("touch", map[string]any{"path": 7}), "7", "does not fit the row", 1)
 	})
 	t.Run("shell row without sh", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{Allow: []string{"touch"}})
+		l := newLedger(t, &runner.Options{Allow: []string{"touch"}})
 		l.row("touch", strings.Replace(touchRow, `"command"`, `"invocation_method":"shell","command"`, 1))
 		check(t, l, l.invoke("touch", map[string]any{"path": target("f")}), "f", "needs /bin/sh on the allowlist", 2)
 	})
 	t.Run("shell row whose command is not allowed", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{Allow: []string{"sh"}})
+		l := newLedger(t, &runner.Options{Allow: []string{"sh"}})
 		l.row("touch", strings.Replace(touchRow, `"command"`, `"invocation_method":"shell","command"`, 1))
 		check(t, l, l.invoke("touch", map[string]any{"path": target("g")}), "g", "not on this server's allowlist", 2)
 	})
 	t.Run("program not found", func(t *testing.T) {
-		l := newLedger(t, &exec.Options{Allow: []string{"touch"}})
+		l := newLedger(t, &runner.Options{Allow: []string{"touch"}})
 		l.row("nope", `{"type":"directory_row","command":"no-such-program-asmp"}`)
 		check(t, l, l.invoke("nope", nil), "-", "not found on PATH", 2)
 		l.row("rel", `{"type":"directory_row","command":"./touch"}`)
@@ -353,7 +353,7 @@ func TestNoShellInterpretation(t *testing.T) {
 		"| touch " + filepath.Join(dir, "v"),
 		"*", "$HOME", "'", `"`, "a\nb", "",
 	}
-	l := newLedger(t, &exec.Options{Allow: []string{"printf", "sh"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"printf", "sh"}})
 	base := `{"type":"directory_row","command":"printf","args":[{"name":"format","type":"string","required":true},{"name":"words","type":"array"}]%s}`
 	l.row("exec", fmt.Sprintf(base, ""))
 	l.row("shell", fmt.Sprintf(base, `,"invocation_method":"shell"`))
@@ -377,7 +377,7 @@ func TestCleanEnvironment(t *testing.T) {
 	t.Setenv("ASMP_CANARY_TOKEN", "canary-secret-7f3a")
 	t.Setenv("ASMP_TOKEN", "canary-secret-7f3a")
 	parent := t.TempDir()
-	l := newLedger(t, &exec.Options{Allow: []string{"env", "sh"}, Dir: parent})
+	l := newLedger(t, &runner.Options{Allow: []string{"env", "sh"}, Dir: parent})
 	l.row("env", `{"type":"directory_row","command":"env"}`)
 	o := l.invoke("env", nil).Outcome
 	if o.Class != oip.OutcomeSucceeded || strings.Contains(o.Stdout.Text, "canary") {
@@ -389,7 +389,7 @@ func TestCleanEnvironment(t *testing.T) {
 		k, v, _ := strings.Cut(line, "=")
 		env[k] = v
 	}
-	if len(env) != 3 || env["PATH"] != exec.DefaultPath || env["LANG"] != "C.UTF-8" || filepath.Dir(env["HOME"]) != parent {
+	if len(env) != 3 || env["PATH"] != runner.DefaultPath || env["LANG"] != "C.UTF-8" || filepath.Dir(env["HOME"]) != parent {
 		t.Fatalf("environment: %q", lines)
 	}
 	// HOME is the working directory, fresh per execution and removed
@@ -410,7 +410,7 @@ func TestCleanEnvironment(t *testing.T) {
 
 func TestAllowlistResolution(t *testing.T) {
 	bin := t.TempDir()
-	echo, err := exec.Resolve("echo", os.Getenv("PATH"))
+	echo, err := runner.Resolve("echo", os.Getenv("PATH"))
 	if err != nil {
 		t.Skip("no echo on PATH")
 	}
@@ -424,14 +424,14 @@ func TestAllowlistResolution(t *testing.T) {
 	sameName, otherName := link("echo"), link("other")
 
 	// An entry given through a symlink allows the real program by name.
-	l := newLedger(t, &exec.Options{Allow: []string{sameName}})
+	l := newLedger(t, &runner.Options{Allow: []string{sameName}})
 	l.row("echo", echoRow)
 	if o := l.invoke("echo", map[string]any{"words": []string{"hi"}}).Outcome; o.Class != oip.OutcomeSucceeded || o.Stdout.Text != "hi\n" {
 		t.Fatalf("via symlinked entry: %+v", o)
 	}
 	// A row naming a symlink to an allowed program under the same name
 	// runs; under another name (a multi-call binary's other applet) not.
-	l = newLedger(t, &exec.Options{Allow: []string{"echo"}})
+	l = newLedger(t, &runner.Options{Allow: []string{"echo"}})
 	l.row("same", strings.Replace(echoRow, `"echo"`, strconv.Quote(sameName), 1))
 	l.row("other", strings.Replace(echoRow, `"echo"`, strconv.Quote(otherName), 1))
 	if o := l.invoke("same", map[string]any{"words": []string{"hi"}}).Outcome; o.Class != oip.OutcomeSucceeded {
@@ -442,11 +442,11 @@ func TestAllowlistResolution(t *testing.T) {
 	}
 
 	for _, bad := range []string{"bin/echo", "./echo", "no-such-program-asmp", "/no/such/file", bin, ""} {
-		if _, err := exec.New(exec.Options{Allow: []string{bad}, Dir: t.TempDir()}); err == nil {
+		if _, err := runner.New(runner.Options{Allow: []string{bad}, Dir: t.TempDir()}); err == nil {
 			t.Errorf("New accepted allowlist entry %q", bad)
 		}
 	}
-	ex, err := exec.New(exec.Options{Allow: []string{"echo", echo.Path, sameName, otherName}, Dir: t.TempDir()})
+	ex, err := runner.New(runner.Options{Allow: []string{"echo", echo.Path, sameName, otherName}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestAllowlistResolution(t *testing.T) {
 
 func TestConcurrencyBound(t *testing.T) {
 	dir := t.TempDir()
-	l := newLedger(t, &exec.Options{Allow: []string{"sleep"}, Concurrency: 1, Dir: dir})
+	l := newLedger(t, &runner.Options{Allow: []string{"sleep"}, Concurrency: 1, Dir: dir})
 	l.row("slow", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":1.5}`)
 	l.row("quick", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":0.2}`)
 	var wg sync.WaitGroup
@@ -490,7 +490,7 @@ func TestConcurrencyBound(t *testing.T) {
 // TestCancelledExecution: an execution dispatched with CancelExecution
 // stops when its context ends; without it, it outlives the context.
 func TestCancelledExecution(t *testing.T) {
-	l := newLedger(t, &exec.Options{Allow: []string{"sleep"}})
+	l := newLedger(t, &runner.Options{Allow: []string{"sleep"}})
 	l.row("sleep", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":10}`)
 	body := json.RawMessage(`{"type":"invocation","object_key":"sleep","input":{"s":0.5},"execute":true}`)
 
@@ -552,7 +552,7 @@ func TestAttemptRecordedBeforeRun(t *testing.T) {
 }
 
 func TestMalformedExecution(t *testing.T) {
-	ex, err := exec.New(exec.Options{Allow: []string{"echo"}, Dir: t.TempDir()})
+	ex, err := runner.New(runner.Options{Allow: []string{"echo"}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

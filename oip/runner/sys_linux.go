@@ -1,6 +1,6 @@
 //go:build linux
 
-package exec
+package runner
 
 import (
 	"syscall"

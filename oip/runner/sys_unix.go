@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package exec
+package runner
 
 import "syscall"
 
