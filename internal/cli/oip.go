@@ -33,8 +33,8 @@ import (
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/command"
-	"github.com/asmp-dev/asmp/oip/wire"
 	"github.com/asmp-dev/asmp/oip/row"
+	"github.com/asmp-dev/asmp/oip/wire"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
