@@ -223,11 +223,11 @@ func (l *Client) Events(ctx context.Context, runID string) (*client.EventLog, er
 }
 
 // Stream follows the run in-process, with the contract of
-// (*client.Client).Stream:
-// the current frame (or every frame after opts.LastEventID), then a frame
-// per change and progress reports, until a terminal frame. A subscriber
+// (*client.Client).Stream: the current frame (or every frame after
+// opts.LastEventID), then a frame per change and progress reports, until a
+// terminal frame. A subscriber
 // that falls too far behind catches up from the event log by itself. The
-// local stream sends no heartbeats and no end lines.
+// embedded stream sends no heartbeats and no end lines.
 func (l *Client) Stream(ctx context.Context, runID string, opts *client.StreamOptions) iter.Seq2[client.StreamItem, error] {
 	o := opts.WithDefaults()
 	return func(yield func(client.StreamItem, error) bool) {
