@@ -12,8 +12,8 @@ import (
 )
 
 // Backend is what a client of runs needs: the operations the terminal UI
-// and the agent commands use. *Client implements it over HTTP, NewLocal
-// in-process. Implementations are safe for concurrent use. Every error
+// and the agent commands use. *Client implements it over HTTP, package
+// client/embedded in-process. Implementations are safe for concurrent use. Every error
 // they return for a refused request is an *Error.
 type Backend interface {
 	// Discover returns the discovery frame: one start:<workflow_id> action
@@ -58,9 +58,11 @@ type RunFrame struct {
 }
 
 // Version returns the run version of ETag (0 when there is none).
-func (f *RunFrame) Version() int64 { return parseETag(f.ETag) }
+func (f *RunFrame) Version() int64 { return ParseETag(f.ETag) }
 
-func parseETag(etag string) int64 {
+// ParseETag returns the run version an entity tag names (`"3"`, `W/"3"`
+// and `3` all name 3), or 0 when it names none.
+func ParseETag(etag string) int64 {
 	v := strings.TrimPrefix(strings.TrimSpace(etag), "W/")
 	n, err := strconv.ParseInt(strings.Trim(v, `"`), 10, 64)
 	if err != nil || n < 0 {
@@ -110,7 +112,7 @@ type StreamOptions struct {
 	// IdleTimeout is how long a connection may stay silent (no frame,
 	// progress or heartbeat line) before it is taken for dead and the
 	// stream reconnects; servers send heartbeats well within it
-	// (0 = DefaultIdleTimeout; < 0 = wait forever). The local backend has
+	// (0 = DefaultIdleTimeout; < 0 = wait forever). An embedded backend has
 	// no connection and ignores it.
 	IdleTimeout time.Duration
 }
@@ -123,7 +125,9 @@ const (
 	DefaultIdleTimeout   = 90 * time.Second
 )
 
-func (o *StreamOptions) withDefaults() StreamOptions {
+// WithDefaults returns the options with every zero field set to its
+// default (nil = all defaults), as Stream uses them.
+func (o *StreamOptions) WithDefaults() StreamOptions {
 	var s StreamOptions
 	if o != nil {
 		s = *o
@@ -144,6 +148,14 @@ func (o *StreamOptions) withDefaults() StreamOptions {
 		s.IdleTimeout = DefaultIdleTimeout
 	}
 	return s
+}
+
+// Wait sleeps before reconnect number failures of a stream: Backoff, doubled
+// on every further failure up to MaxBackoff, and half of Backoff after a
+// drop that had delivered (failures 0). It reports false when ctx ended
+// first. o is expected to be the result of WithDefaults.
+func (o StreamOptions) Wait(ctx context.Context, failures int) bool {
+	return sleepBackoff(ctx, o, failures)
 }
 
 // StreamItem is one line of a run's stream. Exactly one of Frame, Progress,
@@ -202,13 +214,4 @@ type StreamEnd struct {
 // Resumable reports whether the stream can be resumed after this end line.
 func (e *StreamEnd) Resumable() bool {
 	return e.End == "shutdown" || e.End == "slow_consumer"
-}
-
-// roundTrip re-decodes v through JSON, the way a value looks after HTTP.
-func roundTrip(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return protocol.DecodeValue(b, 0)
 }

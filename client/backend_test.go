@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/client/embedded"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/protocol"
@@ -45,7 +46,7 @@ type fixture struct {
 	name string
 	b    client.Backend
 	eng  *engine.Engine
-	url  string // the HTTP server's URL ("" for local)
+	url  string // the HTTP server's URL ("" for embedded)
 }
 
 func newEngine(t testing.TB) *engine.Engine {
@@ -73,17 +74,17 @@ func httpFixture(t testing.TB, opts *server.Options) *fixture {
 	return &fixture{name: "http", b: c, eng: eng, url: ts.URL}
 }
 
-func localFixture(t testing.TB) *fixture {
+func embeddedFixture(t testing.TB) *fixture {
 	t.Helper()
 	eng := newEngine(t)
-	return &fixture{name: "local", b: client.NewLocal(eng), eng: eng}
+	return &fixture{name: "embedded", b: embedded.New(eng), eng: eng}
 }
 
 // forEachBackend runs test once over HTTP and once in-process: the one
 // shared table both backends must pass.
 func forEachBackend(t *testing.T, test func(t *testing.T, f *fixture)) {
 	t.Run("http", func(t *testing.T) { test(t, httpFixture(t, nil)) })
-	t.Run("local", func(t *testing.T) { test(t, localFixture(t)) })
+	t.Run("embedded", func(t *testing.T) { test(t, embeddedFixture(t)) })
 }
 
 func ctx(t *testing.T) context.Context {

@@ -1,12 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
-
-	"github.com/asmp-dev/asmp/spec"
 )
 
 // Config is a client discovery config (spec/CLIENT_CONFIG.json): the ASMP
@@ -49,7 +49,7 @@ func LoadConfig(path string) (*Config, error) {
 // CLIENT_CONFIG.json, that every base URL is an http(s) URL, and that ids
 // are unique.
 func ParseConfig(b []byte) (*Config, error) {
-	if err := spec.Validate(spec.ClientConfig, b); err != nil {
+	if err := checkConfigShape(b); err != nil {
 		return nil, err
 	}
 	var c Config
@@ -67,6 +67,53 @@ func ParseConfig(b []byte) (*Config, error) {
 		seen[s.Key()] = true
 	}
 	return &c, nil
+}
+
+// checkConfigShape checks b against CLIENT_CONFIG.json by hand, so that
+// the SDK needs no JSON Schema validator: an object whose "servers", when
+// present, is an array of objects, each with a string "base_url" and, when
+// present, a string "id". Other members are allowed, as the schema allows
+// them. (A test checks that this agrees with the schema.)
+func checkConfigShape(b []byte) error {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("not a client config: %w", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return errors.New("not a client config: more than one JSON value")
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return errors.New(`not a client config: it must be a JSON object, e.g. {"servers": [{"id": "local", "base_url": "http://127.0.0.1:8000"}]}`)
+	}
+	raw, ok := top["servers"]
+	if !ok {
+		return nil
+	}
+	servers, ok := raw.([]any)
+	if !ok {
+		return errors.New(`servers must be an array of {"id", "base_url"} objects`)
+	}
+	for i, v := range servers {
+		s, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf(`servers[%d] must be an object with a "base_url"`, i)
+		}
+		u, ok := s["base_url"]
+		if !ok {
+			return fmt.Errorf("servers[%d]: base_url is required", i)
+		}
+		if _, ok := u.(string); !ok {
+			return fmt.Errorf("servers[%d]: base_url must be a string (an http or https URL)", i)
+		}
+		if id, ok := s["id"]; ok {
+			if _, ok := id.(string); !ok {
+				return fmt.Errorf("servers[%d]: id must be a string", i)
+			}
+		}
+	}
+	return nil
 }
 
 // Registry holds the servers a client knows: those of a Config, plus any

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/spec"
 )
 
 func TestConfigAndRegistry(t *testing.T) {
@@ -60,5 +61,55 @@ func TestConfigAndRegistry(t *testing.T) {
 	}
 	if _, err := client.LoadConfig(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "client config") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestParseConfigAgreesWithSchema checks ParseConfig's own shape check
+// against CLIENT_CONFIG.json: every document the schema refuses is refused,
+// and every one it accepts (with valid, distinct base URLs) is accepted.
+func TestParseConfigAgreesWithSchema(t *testing.T) {
+	for _, doc := range []string{
+		`{}`,
+		`{"servers":[]}`,
+		`{"servers":[{"base_url":"http://h"}]}`,
+		`{"servers":[{"id":"a","base_url":"http://h"},{"id":"b","base_url":"https://i/asmp"}]}`,
+		`{"servers":[{"base_url":"http://h","extra":1}],"other":true}`,
+		`{"servers":[{"id":"x"}]}`,
+		`{"servers":[{"base_url":7}]}`,
+		`{"servers":[{"base_url":null}]}`,
+		`{"servers":[{"id":3,"base_url":"http://h"}]}`,
+		`{"servers":[{"id":null,"base_url":"http://h"}]}`,
+		`{"servers":["http://h"]}`,
+		`{"servers":[null]}`,
+		`{"servers":{"base_url":"http://h"}}`,
+		`{"servers":null}`,
+		`{"servers":"x"}`,
+		`[]`,
+		`"x"`,
+		`null`,
+		`3`,
+	} {
+		schemaErr := spec.Validate(spec.ClientConfig, []byte(doc))
+		_, err := client.ParseConfig([]byte(doc))
+		if (schemaErr == nil) != (err == nil) {
+			t.Errorf("%s: the schema says %v, ParseConfig says %v", doc, schemaErr, err)
+		}
+	}
+}
+
+// TestParseConfigHints checks that each shape error names what is wrong.
+func TestParseConfigHints(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"servers":[{"id":"x"}]}`:                             "servers[0]: base_url is required",
+		`{"servers":[{"base_url":"http://h"},{"base_url":7}]}`: "servers[1]: base_url must be a string",
+		`{"servers":[{"id":3,"base_url":"http://h"}]}`:         "servers[0]: id must be a string",
+		`{"servers":["http://h"]}`:                             "servers[0] must be an object",
+		`{"servers":{"base_url":"http://h"}}`:                  "servers must be an array",
+		`[]`:                                                   "it must be a JSON object",
+		`{} {}`:                                                "more than one JSON value",
+	} {
+		if _, err := client.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseConfig(%s) = %v, want an error with %q", doc, err, want)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 // Package client is the Go SDK for ASMP servers: it drives runs of remote
-// workflows over HTTP, or of Go-defined workflows in-process, through one
-// interface, Backend.
+// workflows over HTTP through Backend, the interface that package
+// client/embedded also implements in-process. It imports nothing outside
+// the standard library (and this module's protocol and oip/wire, which
+// import nothing either), so a program that only drives remote runs does
+// not inherit the server; a test enforces it.
 //
 // # Quick start
 //
@@ -19,10 +22,11 @@
 // # Backends
 //
 // *Client talks HTTP to an asmp server (or any server that speaks ASMP).
-// NewLocal drives an *engine.Engine in the same process with no server, the
-// way the TypeScript SDK's local FSM does. Both implement Backend and pass
-// the same test table, so code written against Backend (the terminal UI, the
-// agent commands) works with either.
+// The opt-in package client/embedded drives an *engine.Engine in the same
+// process with no server, the way the TypeScript SDK's local FSM does
+// (embedded.New); it imports the engine and so what a server needs. Both
+// implement Backend and pass the same test table, so code written against
+// Backend (the terminal UI, the agent commands) works with either.
 //
 // # Streams
 //
@@ -39,13 +43,19 @@
 // return receipts, Invoke records (and, where allowed, executes) an
 // invocation of a row, Receipt, Latest and History replay records,
 // Directory and DirectoryRows list the current rows, Command builds a row's
-// exact argv, and Checkpoint, LedgerKey, Proof, Consistency and
-// VerifyReceipt give (and check) the ledger's signed checkpoints and
-// Merkle proofs. These use package oip's types.
+// exact argv, and Checkpoint, LedgerKey, Proof and Consistency give the
+// ledger's signed checkpoints and Merkle proofs. These use the API types of
+// package oip/wire (package oip's types of the same names are aliases).
+//
+// Checking a receipt offline needs RFC 8785 canonical JSON, signed notes
+// and Merkle proofs, which the standard library lacks; it lives in the
+// opt-in package oip/verify, which takes a *Client as its verify.Ledger:
+//
+//	rec, proof, err := verify.ReceiptFrom(ctx, c, invID, pinnedKey)
 //
 // # Errors
 //
-// Every error from the server (and from the local engine) is an *Error that
+// Every error from the server (and from an embedded engine) is an *Error that
 // carries the HTTP status, the error code and the server's hint. Use
 // errors.Is with ErrNotFound, ErrForbidden, ErrConflict, … or the helpers
 // IsNotFound, IsForbidden and IsConflict. An *Error also unwraps to a

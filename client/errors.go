@@ -30,12 +30,12 @@ var codeSentinel = map[string]error{
 	protocol.EUnavailable:  ErrUnavailable,
 }
 
-// Error is an error answered by an ASMP server (or the local engine): the
+// Error is an error answered by an ASMP server (or an embedded engine): the
 // HTTP status, the error code of the body ("not_found", "forbidden", …), and
 // the hint that says what went wrong and what to do instead. Error() is the
 // hint, so printing the error shows the user what the server said.
 type Error struct {
-	// Status is the HTTP status (for the local backend: the status the
+	// Status is the HTTP status (for an embedded backend: the status the
 	// server would have answered).
 	Status int
 	// Code is the body's "error" code, or the code of the status when the
@@ -45,7 +45,7 @@ type Error struct {
 	Hint string
 	// Fields holds the body's other properties (e.g. "allowed" actions).
 	Fields map[string]any
-	// Method and URL name the request that failed ("" for the local backend).
+	// Method and URL name the request that failed ("" for an embedded backend).
 	Method, URL string
 }
 
@@ -88,33 +88,6 @@ func (e *Error) Allowed() []string {
 		return nil
 	}
 	return out
-}
-
-// fromProtocol converts an engine error into an *Error with the status the
-// server would have answered, so both backends fail alike.
-func fromProtocol(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *protocol.Error
-	if !errors.As(err, &pe) {
-		return &Error{Status: http.StatusInternalServerError, Code: protocol.EInternal, Hint: protocol.ErrorHint(err)}
-	}
-	body := protocol.Body(pe) // drops the cause of internal errors, like the server
-	hint, _ := body["hint"].(string)
-	code, _ := body["error"].(string)
-	delete(body, "hint")
-	delete(body, "error")
-	if len(body) == 0 {
-		body = nil
-	}
-	// Round-trip the fields through JSON so they look as over HTTP.
-	if body != nil {
-		if v, err := roundTrip(body); err == nil {
-			body, _ = v.(map[string]any)
-		}
-	}
-	return &Error{Status: protocol.StatusOf(code), Code: code, Hint: hint, Fields: body}
 }
 
 // IsNotFound reports whether err is (or wraps) a 404 from the server.

@@ -67,15 +67,3 @@ func Example() {
 	// DONE completed dark mode
 	// true Action "cancel" is not available in state DONE: no actions are offered now.
 }
-
-// The same workflow driven in-process, with no server.
-func ExampleNewLocal() {
-	eng, _ := engine.New(memstore.New(), examples.All(), nil)
-	var b client.Backend = client.NewLocal(eng)
-	ctx := context.Background()
-	run, _ := b.StartRun(ctx, "", nil)
-	run, _ = b.Transition(ctx, run.RunID, "start", nil, nil)
-	run, _ = b.Transition(ctx, run.RunID, "save", map[string]any{"value": "v"}, nil)
-	fmt.Println(run.State, run.ETag, run.Actions())
-	// Output: CONFIRM "3" [confirm cancel]
-}

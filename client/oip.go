@@ -3,16 +3,13 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
-	"github.com/asmp-dev/asmp/oip"
-	"github.com/asmp-dev/asmp/oip/command"
+	"github.com/asmp-dev/asmp/oip/wire"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -37,25 +34,25 @@ func (c *Client) apiURL(path string, q url.Values) string {
 // the receipt. Dispatching a key again supersedes its previous version
 // (repair); the old record stays readable. Refusals are *Error with the
 // server's hint (400 invalid object or key, 404 unknown row, 403 scope).
-func (c *Client) Dispatch(ctx context.Context, key string, body any) (*oip.Receipt, error) {
+func (c *Client) Dispatch(ctx context.Context, key string, body any) (*wire.Receipt, error) {
 	return c.dispatch(ctx, map[string]any{"key": key, "body": body})
 }
 
 // DispatchJSON sends a whole dispatch request as is: {"key": K, "body":
 // {...}}, e.g. the contents of a dispatch file.
-func (c *Client) DispatchJSON(ctx context.Context, request []byte) (*oip.Receipt, error) {
+func (c *Client) DispatchJSON(ctx context.Context, request []byte) (*wire.Receipt, error) {
 	if !json.Valid(request) {
 		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: `The dispatch request is not valid JSON; send {"key": K, "body": {"type": …}}.`}
 	}
 	return c.dispatch(ctx, json.RawMessage(request))
 }
 
-func (c *Client) dispatch(ctx context.Context, req any) (*oip.Receipt, error) {
+func (c *Client) dispatch(ctx context.Context, req any) (*wire.Receipt, error) {
 	r, err := c.do(ctx, http.MethodPost, c.apiURL("dispatch", nil), req, nil)
 	if err != nil {
 		return nil, err
 	}
-	var rc oip.Receipt
+	var rc wire.Receipt
 	if err := decodeInto(r, &rc, "receipt"); err != nil {
 		return nil, err
 	}
@@ -81,8 +78,8 @@ type Invocation struct {
 // own key (e.g. "build-1234"; never the row's key) and returns its receipt.
 // With Execute the receipt carries the outcome; invalid input or missing
 // authority are recorded as refused (outcome class "refused").
-func (c *Client) Invoke(ctx context.Context, key string, inv Invocation) (*oip.Receipt, error) {
-	body := map[string]any{"type": oip.TypeInvocation, "object_key": inv.ObjectKey, "execute": inv.Execute}
+func (c *Client) Invoke(ctx context.Context, key string, inv Invocation) (*wire.Receipt, error) {
+	body := map[string]any{"type": wire.TypeInvocation, "object_key": inv.ObjectKey, "execute": inv.Execute}
 	if inv.Input != nil {
 		body["input"] = inv.Input
 	} else {
@@ -94,12 +91,12 @@ func (c *Client) Invoke(ctx context.Context, key string, inv Invocation) (*oip.R
 	return c.Dispatch(ctx, key, body)
 }
 
-func (c *Client) record(ctx context.Context, q url.Values) (*oip.Record, error) {
+func (c *Client) record(ctx context.Context, q url.Values) (*wire.Record, error) {
 	r, err := c.do(ctx, http.MethodGet, c.apiURL("dispatch", q), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	var rec oip.Record
+	var rec wire.Record
 	if err := decodeInto(r, &rec, "ledger record"); err != nil {
 		return nil, err
 	}
@@ -107,7 +104,7 @@ func (c *Client) record(ctx context.Context, q url.Values) (*oip.Record, error) 
 }
 
 // Receipt replays the record of a receipt: GET /api/dispatch?receipt=inv_ID.
-func (c *Client) Receipt(ctx context.Context, invID string) (*oip.Record, error) {
+func (c *Client) Receipt(ctx context.Context, invID string) (*wire.Record, error) {
 	if invID == "" {
 		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "No inv_ID given: name the receipt's inv_ID."}
 	}
@@ -115,7 +112,7 @@ func (c *Client) Receipt(ctx context.Context, invID string) (*oip.Record, error)
 }
 
 // Latest returns the latest record of key: GET /api/dispatch?key=K.
-func (c *Client) Latest(ctx context.Context, key string) (*oip.Record, error) {
+func (c *Client) Latest(ctx context.Context, key string) (*wire.Record, error) {
 	if key == "" {
 		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "No key given."}
 	}
@@ -124,7 +121,7 @@ func (c *Client) Latest(ctx context.Context, key string) (*oip.Record, error) {
 
 // History returns every version of key, oldest first:
 // GET /api/dispatch?key=K&history=true.
-func (c *Client) History(ctx context.Context, key string) (*oip.History, error) {
+func (c *Client) History(ctx context.Context, key string) (*wire.History, error) {
 	if key == "" {
 		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "No key given."}
 	}
@@ -132,7 +129,7 @@ func (c *Client) History(ctx context.Context, key string) (*oip.History, error) 
 	if err != nil {
 		return nil, err
 	}
-	var h oip.History
+	var h wire.History
 	if err := decodeInto(r, &h, "history"); err != nil {
 		return nil, err
 	}
@@ -150,7 +147,7 @@ type DirectoryOptions struct {
 
 // Directory returns one page of the current directory rows:
 // GET /api/directory.
-func (c *Client) Directory(ctx context.Context, opts *DirectoryOptions) (*oip.DirectoryPage, error) {
+func (c *Client) Directory(ctx context.Context, opts *DirectoryOptions) (*wire.DirectoryPage, error) {
 	q := url.Values{}
 	if opts != nil {
 		if opts.After != "" {
@@ -164,7 +161,7 @@ func (c *Client) Directory(ctx context.Context, opts *DirectoryOptions) (*oip.Di
 	if err != nil {
 		return nil, err
 	}
-	var p oip.DirectoryPage
+	var p wire.DirectoryPage
 	if err := decodeInto(r, &p, "directory page"); err != nil {
 		return nil, err
 	}
@@ -172,13 +169,13 @@ func (c *Client) Directory(ctx context.Context, opts *DirectoryOptions) (*oip.Di
 }
 
 // DirectoryRows iterates over every current directory row, page by page.
-func (c *Client) DirectoryRows(ctx context.Context) iter.Seq2[oip.DirectoryRow, error] {
-	return func(yield func(oip.DirectoryRow, error) bool) {
+func (c *Client) DirectoryRows(ctx context.Context) iter.Seq2[wire.DirectoryRow, error] {
+	return func(yield func(wire.DirectoryRow, error) bool) {
 		after := ""
 		for {
 			p, err := c.Directory(ctx, &DirectoryOptions{After: after})
 			if err != nil {
-				yield(oip.DirectoryRow{}, err)
+				yield(wire.DirectoryRow{}, err)
 				return
 			}
 			for _, r := range p.Rows {
@@ -196,7 +193,7 @@ func (c *Client) DirectoryRows(ctx context.Context) iter.Seq2[oip.DirectoryRow, 
 
 // Command builds the exact command of directory row key for input, writing
 // nothing: POST /api/commands/{key}.
-func (c *Client) Command(ctx context.Context, key string, input map[string]any) (*command.Command, error) {
+func (c *Client) Command(ctx context.Context, key string, input map[string]any) (*wire.Command, error) {
 	if key == "" {
 		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "No row key given."}
 	}
@@ -207,7 +204,7 @@ func (c *Client) Command(ctx context.Context, key string, input map[string]any) 
 	if err != nil {
 		return nil, err
 	}
-	var cmd command.Command
+	var cmd wire.Command
 	if err := decodeInto(r, &cmd, "command"); err != nil {
 		return nil, err
 	}
@@ -216,12 +213,12 @@ func (c *Client) Command(ctx context.Context, key string, input map[string]any) 
 
 // Checkpoint returns the ledger's current signed checkpoint:
 // GET /api/ledger/checkpoint.
-func (c *Client) Checkpoint(ctx context.Context) (*oip.Checkpoint, error) {
+func (c *Client) Checkpoint(ctx context.Context) (*wire.Checkpoint, error) {
 	r, err := c.do(ctx, http.MethodGet, c.apiURL("ledger/checkpoint", nil), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	var ck oip.Checkpoint
+	var ck wire.Checkpoint
 	if err := decodeInto(r, &ck, "checkpoint"); err != nil {
 		return nil, err
 	}
@@ -247,7 +244,7 @@ func (c *Client) LedgerKey(ctx context.Context) (publicKey, origin string, err e
 
 // Proof returns the inclusion proof of record invID in the tree of
 // treeSize records (0 = the current tree): GET /api/ledger/proof.
-func (c *Client) Proof(ctx context.Context, invID string, treeSize int64) (*oip.Proof, error) {
+func (c *Client) Proof(ctx context.Context, invID string, treeSize int64) (*wire.Proof, error) {
 	q := url.Values{"inv_ID": {invID}}
 	if treeSize > 0 {
 		q.Set("tree_size", strconv.FormatInt(treeSize, 10))
@@ -256,7 +253,7 @@ func (c *Client) Proof(ctx context.Context, invID string, treeSize int64) (*oip.
 	if err != nil {
 		return nil, err
 	}
-	var p oip.Proof
+	var p wire.Proof
 	if err := decodeInto(r, &p, "proof"); err != nil {
 		return nil, err
 	}
@@ -266,7 +263,7 @@ func (c *Client) Proof(ctx context.Context, invID string, treeSize int64) (*oip.
 // Consistency returns the proof that the tree of to records (0 = the
 // current tree) extends the tree of from records:
 // GET /api/ledger/consistency.
-func (c *Client) Consistency(ctx context.Context, from, to int64) (*oip.ConsistencyProof, error) {
+func (c *Client) Consistency(ctx context.Context, from, to int64) (*wire.ConsistencyProof, error) {
 	q := url.Values{"from": {strconv.FormatInt(from, 10)}}
 	if to > 0 {
 		q.Set("to", strconv.FormatInt(to, 10))
@@ -275,41 +272,9 @@ func (c *Client) Consistency(ctx context.Context, from, to int64) (*oip.Consiste
 	if err != nil {
 		return nil, err
 	}
-	var p oip.ConsistencyProof
+	var p wire.ConsistencyProof
 	if err := decodeInto(r, &p, "consistency proof"); err != nil {
 		return nil, err
 	}
 	return &p, nil
-}
-
-// VerifyReceipt fetches invID's record, its inclusion proof and the
-// ledger's key from the server, and checks them offline: the record's
-// entry_hash, its leaf in the Merkle tree, and the checkpoint's signature.
-// trustedKey, when not "", is the verifier key the caller already trusts
-// (the server's answer is then not believed). It returns the verified
-// record and proof.
-func (c *Client) VerifyReceipt(ctx context.Context, invID, trustedKey string) (*oip.Record, *oip.Proof, error) {
-	rec, err := c.Receipt(ctx, invID)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := c.Proof(ctx, invID, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	key := trustedKey
-	if key == "" {
-		if key, _, err = c.LedgerKey(ctx); err != nil {
-			return nil, nil, err
-		}
-	}
-	if p.Checkpoint == "" {
-		return nil, nil, errors.New("the server's proof carries no signed checkpoint")
-	}
-	verified := *rec
-	verified.ReplayedBy = nil
-	if err := oip.VerifyReceipt(verified, *p, []byte(p.Checkpoint), key); err != nil {
-		return nil, nil, fmt.Errorf("receipt %s does not verify: %w", invID, err)
-	}
-	return rec, p, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/oip"
+	"github.com/asmp-dev/asmp/oip/verify"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 )
@@ -103,14 +104,19 @@ func TestOIPCalls(t *testing.T) {
 	if p.LeafIndex != 0 || p.TreeSize != ck.TreeSize {
 		t.Fatalf("proof = %+v", p)
 	}
-	if _, _, err := c.VerifyReceipt(ctx, first.InvID, key); err != nil {
-		t.Fatalf("verify: %v", err)
+	// *client.Client is a verify.Ledger: receipts verify in the opt-in
+	// package, against the server's key or a pinned one.
+	if rec, p, err := verify.ReceiptFrom(ctx, c, first.InvID, key); err != nil || rec.InvID != first.InvID || p.LeafIndex != 0 {
+		t.Fatalf("verify: %+v %+v %v", rec, p, err)
 	}
-	if _, _, err := c.VerifyReceipt(ctx, first.InvID, "asmp.dev/ledger+00000000+AWrongKeyAWrongKeyAWrongKeyAWrongKeyAWrongKe"); err == nil {
+	if _, _, err := verify.ReceiptFrom(ctx, c, inv.InvID, ""); err != nil {
+		t.Fatalf("verify with the server's key: %v", err)
+	}
+	if _, _, err := verify.ReceiptFrom(ctx, c, first.InvID, "asmp.dev/ledger+00000000+AWrongKeyAWrongKeyAWrongKeyAWrongKeyAWrongKe"); err == nil {
 		t.Fatal("a wrong key verified")
 	}
 	cons := must(c.Consistency(ctx, 1, 0))(t)
-	if cons.From != 1 || cons.To != ck.TreeSize || oip.VerifyConsistency(*cons) != nil {
+	if cons.From != 1 || cons.To != ck.TreeSize || verify.Consistency(*cons) != nil {
 		t.Fatalf("consistency = %+v", cons)
 	}
 	// Refusals keep the server's hint.

@@ -30,7 +30,7 @@ import (
 // without retrying. Cancelling ctx ends the stream; the iterator then
 // yields ctx's error. Stop early by breaking out of the loop.
 func (c *Client) Stream(ctx context.Context, runID string, opts *StreamOptions) iter.Seq2[StreamItem, error] {
-	o := opts.withDefaults()
+	o := opts.WithDefaults()
 	return func(yield func(StreamItem, error) bool) {
 		p, err := c.runPath(runID, "stream")
 		if err != nil {

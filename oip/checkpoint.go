@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,26 +14,12 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/asmp-dev/asmp/oip/verify"
 )
 
 // DefaultOrigin is the checkpoint origin line when Options.Origin is empty.
 const DefaultOrigin = "asmp.dev/ledger"
-
-// Checkpoint is a signed statement of the ledger's Merkle tree at one size.
-type Checkpoint struct {
-	// Origin names the log; it is the checkpoint's first line.
-	Origin string `json:"origin"`
-	// TreeSize is the number of records the tree covers.
-	TreeSize int64 `json:"tree_size"`
-	// RootHash is the hex RFC 6962 root hash of those records.
-	RootHash string `json:"root_hash"`
-	// Note is the signed note: the checkpoint body (origin, size, base64
-	// root, each on its own line), a blank line and the signature lines.
-	Note string `json:"note"`
-	// PublicKey is the note verifier key ("name+hash+base64 key") that
-	// checks the signature; it is the same as GET /api/ledger/key.
-	PublicKey string `json:"public_key"`
-}
 
 // checkpointBody formats the transparency-log checkpoint body.
 func checkpointBody(origin string, size uint64, root []byte) string {
@@ -42,39 +27,9 @@ func checkpointBody(origin string, size uint64, root []byte) string {
 }
 
 // OpenCheckpoint verifies a signed checkpoint note with the verifier key
-// and parses its body. The note must carry a valid signature by that key.
+// and parses its body (see verify.OpenCheckpoint).
 func OpenCheckpoint(signed []byte, verifierKey string) (Checkpoint, error) {
-	v, err := note.NewVerifier(strings.TrimSpace(verifierKey))
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("oip: verifier key: %w", err)
-	}
-	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("oip: checkpoint signature: %w", err)
-	}
-	lines := strings.SplitN(n.Text, "\n", 4)
-	if len(lines) < 4 {
-		return Checkpoint{}, errors.New("oip: checkpoint body has fewer than three lines")
-	}
-	origin, sizeText, rootText := lines[0], lines[1], lines[2]
-	if origin == "" {
-		return Checkpoint{}, errors.New("oip: checkpoint has an empty origin")
-	}
-	size, err := strconv.ParseUint(sizeText, 10, 63)
-	if err != nil || (sizeText != "0" && strings.HasPrefix(sizeText, "0")) {
-		return Checkpoint{}, fmt.Errorf("oip: checkpoint tree size %q is not a decimal number", sizeText)
-	}
-	root, err := base64.StdEncoding.DecodeString(rootText)
-	if err != nil || len(root) != hashSize {
-		return Checkpoint{}, fmt.Errorf("oip: checkpoint root hash %q is not base64 of %d bytes", rootText, hashSize)
-	}
-	return Checkpoint{
-		Origin:    origin,
-		TreeSize:  int64(size),
-		RootHash:  hex.EncodeToString(root),
-		Note:      string(signed),
-		PublicKey: strings.TrimSpace(verifierKey),
-	}, nil
+	return verify.OpenCheckpoint(signed, verifierKey)
 }
 
 // keyPair is the ledger's signing identity.

@@ -37,7 +37,16 @@
 // process. Checkpoints use the transparency-log checkpoint format (origin,
 // tree size, base64 root hash, one per line) in an Ed25519 signed note
 // (golang.org/x/mod/sumdb/note); the signing key lives in Options.KeyPath.
-// VerifyReceipt, VerifyConsistency and OpenCheckpoint verify offline.
+// VerifyReceipt, VerifyConsistency and OpenCheckpoint verify offline; they
+// and the hashing are those of package oip/verify, which verifiers import
+// without the server.
+//
+// # API types
+//
+// Record, Receipt, Outcome, History, Checkpoint, Proof and
+// ConsistencyProof are aliases of the types of package oip/wire, which
+// imports only the standard library, so that package client reads the
+// ledger without importing this package.
 //
 // # Invocations
 //

@@ -109,12 +109,6 @@ func (s *Service) postDispatch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// History is the answer of GET /api/dispatch?key=K&history=true.
-type History struct {
-	Key     string   `json:"key"`
-	Records []Record `json:"records"` // oldest first
-}
-
 func (s *Service) getDispatch(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	inv, key := q.Get("receipt"), q.Get("key")

@@ -14,36 +14,6 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-// Outcome classes.
-const (
-	OutcomeSucceeded = "succeeded"
-	OutcomeFailed    = "failed"
-	OutcomeRefused   = "refused"
-)
-
-// Outcome is what became of an invocation: refused before running, or the
-// result of running it.
-type Outcome struct {
-	Class      string  `json:"class"`               // OutcomeSucceeded, OutcomeFailed or OutcomeRefused
-	ExitCode   *int    `json:"exit_code,omitempty"` // absent when the command did not run
-	DurationMS int64   `json:"duration_ms"`
-	Stdout     *Stream `json:"stdout,omitempty"`
-	Stderr     *Stream `json:"stderr,omitempty"`
-	// Reason says why an invocation was refused (or failed to start).
-	Reason string `json:"reason,omitempty"`
-	// Output is the parsed stdout of a row with output_format json.
-	Output json.RawMessage `json:"output,omitempty"`
-}
-
-// Stream is a captured output stream: its first bytes and its full size
-// and SHA-256.
-type Stream struct {
-	Text      string `json:"text"`
-	Size      int64  `json:"size"`
-	SHA256    string `json:"sha256"`
-	Truncated bool   `json:"truncated,omitempty"`
-}
-
 // Execution is one invocation to run, handed to an Executor after its
 // attempt record is in the ledger.
 type Execution struct {

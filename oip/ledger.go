@@ -689,21 +689,6 @@ func (s *Service) root(size int64) ([]byte, error) {
 	return s.tree.root(uint64(size))
 }
 
-// Proof is an inclusion proof of one record in the tree of TreeSize
-// records, with the signed checkpoint of that tree.
-type Proof struct {
-	InvID     string   `json:"inv_ID"`
-	Seq       int64    `json:"seq"`
-	LeafIndex int64    `json:"leaf_index"` // seq - 1
-	TreeSize  int64    `json:"tree_size"`
-	LeafHash  string   `json:"leaf_hash"` // hex SHA-256(0x00 || canonical JSON)
-	RootHash  string   `json:"root_hash"` // hex
-	Proof     []string `json:"proof"`     // hex node hashes, RFC 6962 order
-	EntryHash string   `json:"entry_hash"`
-	// Checkpoint is the signed note of the tree of TreeSize records.
-	Checkpoint string `json:"checkpoint,omitempty"`
-}
-
 // Proof returns the inclusion proof of the record invID in the tree of
 // treeSize records (0: the current size). EInvalid when treeSize is
 // smaller than the record's seq or beyond the ledger; ENotFound for an
@@ -745,18 +730,6 @@ func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proo
 		LeafHash: hex.EncodeToString(leaf[:]), RootHash: ck.RootHash, Proof: hexAll(path),
 		EntryHash: sr.EntryHash, Checkpoint: ck.Note,
 	}, nil
-}
-
-// ConsistencyProof proves that the tree of To records extends the tree of
-// From records.
-type ConsistencyProof struct {
-	From     int64    `json:"from"`
-	To       int64    `json:"to"`
-	Proof    []string `json:"proof"` // hex node hashes, RFC 6962 order
-	RootFrom string   `json:"root_from"`
-	RootTo   string   `json:"root_to"`
-	// Checkpoint is the signed note of the tree of To records.
-	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Consistency returns the consistency proof between the trees of from and

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -15,184 +14,25 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/asmp-dev/asmp/oip/verify"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 )
 
-// Record types the ledger holds.
-const (
-	TypeDirectoryRow     = "directory_row"     // a CLI directory row (SPEC section 8)
-	TypeInvocation       = "invocation"        // an invocation of a row (SPEC section 9)
-	TypeInvocationResult = "invocation_result" // the outcome of an executed invocation
-)
-
-// TimeFormat is the layout of every ledger timestamp: RFC 3339, UTC, whole
-// seconds, "Z" (for example 2023-10-27T10:00:00Z).
-const TimeFormat = "2006-01-02T15:04:05Z"
-
-// Receipt statuses and the success message.
-const (
-	StatusSuccess  = "success"
-	StatusError    = "error"
-	SuccessMessage = "Object dispatched to ledger."
-)
-
-// Record is one immutable ledger entry as the API serves it.
-//
-// Its entry_hash is the hex SHA-256 of the record's canonical JSON (see
-// CanonicalJSON), and the same canonical bytes are the record's leaf in the
-// ledger's RFC 6962 Merkle tree. ReplayedBy is computed when the record is
-// read and is not part of the hashed content.
-type Record struct {
-	InvID     string          `json:"inv_ID"`
-	Seq       int64           `json:"seq"`
-	Key       string          `json:"key"`
-	Type      string          `json:"type"`
-	Body      json.RawMessage `json:"body"`
-	Timestamp string          `json:"timestamp"` // TimeFormat
-	Source    string          `json:"source"`    // the principal's name, never a secret
-	EntryHash string          `json:"entry_hash"`
-	// Supersedes is the inv_ID of the key's previous record, "" for the
-	// key's first one. It is always serialised: as null when "".
-	Supersedes string `json:"-"`
-	// ResultOf, on an invocation_result, is the attempt's inv_ID.
-	ResultOf string `json:"result_of,omitempty"`
-	// ReplayOf, on an invocation, names the invocation it replays.
-	ReplayOf string `json:"replay_of,omitempty"`
-	// ReplayedBy lists the inv_IDs of the invocations whose replay_of is
-	// this record, oldest first. Computed on read; nil (and omitted from
-	// the JSON) when not computed, [] when computed and empty.
-	ReplayedBy []string `json:"replayed_by,omitzero"`
-}
-
-// recordJSON is Record's wire shape, with supersedes as a nullable string.
-type recordJSON struct {
-	InvID      string          `json:"inv_ID"`
-	Seq        int64           `json:"seq"`
-	Key        string          `json:"key"`
-	Type       string          `json:"type"`
-	Body       json.RawMessage `json:"body"`
-	Timestamp  string          `json:"timestamp"`
-	Source     string          `json:"source"`
-	EntryHash  string          `json:"entry_hash"`
-	Supersedes *string         `json:"supersedes"`
-	ResultOf   string          `json:"result_of,omitempty"`
-	ReplayOf   string          `json:"replay_of,omitempty"`
-	ReplayedBy []string        `json:"replayed_by,omitzero"`
-}
-
-// MarshalJSON writes the record with supersedes as a string or null.
-func (r Record) MarshalJSON() ([]byte, error) {
-	w := recordJSON{
-		InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
-		Timestamp: r.Timestamp, Source: r.Source, EntryHash: r.EntryHash,
-		ResultOf: r.ResultOf, ReplayOf: r.ReplayOf, ReplayedBy: r.ReplayedBy,
-	}
-	if r.Supersedes != "" {
-		s := r.Supersedes
-		w.Supersedes = &s
-	}
-	return json.Marshal(w)
-}
-
-// UnmarshalJSON reads a record written by MarshalJSON (supersedes may be a
-// string, null or absent).
-func (r *Record) UnmarshalJSON(b []byte) error {
-	var w recordJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*r = Record{
-		InvID: w.InvID, Seq: w.Seq, Key: w.Key, Type: w.Type, Body: w.Body,
-		Timestamp: w.Timestamp, Source: w.Source, EntryHash: w.EntryHash,
-		ResultOf: w.ResultOf, ReplayOf: w.ReplayOf, ReplayedBy: w.ReplayedBy,
-	}
-	if w.Supersedes != nil {
-		r.Supersedes = *w.Supersedes
-	}
-	return nil
-}
-
-// hashedRecord is exactly the content that entry_hash and the Merkle leaf
-// commit to: every record field except entry_hash (which is derived from
-// it) and replayed_by (which is computed on read).
-type hashedRecord struct {
-	InvID      string          `json:"inv_ID"`
-	Seq        int64           `json:"seq"`
-	Key        string          `json:"key"`
-	Type       string          `json:"type"`
-	Body       json.RawMessage `json:"body"`
-	Timestamp  string          `json:"timestamp"`
-	Source     string          `json:"source"`
-	Supersedes *string         `json:"supersedes"`
-	ResultOf   string          `json:"result_of,omitempty"`
-	ReplayOf   string          `json:"replay_of,omitempty"`
-}
-
 // CanonicalJSON returns the bytes a record's entry_hash and Merkle leaf are
-// computed from: the RFC 8785 (JCS) canonical JSON of the object
-//
-//	{"body", "inv_ID", "key", "seq", "source", "supersedes", "timestamp",
-//	 "type"} plus "result_of" and "replay_of" when they are not empty
-//
-// with supersedes null when the record supersedes nothing. entry_hash and
-// replayed_by are not hashed. In canonical JSON object keys are sorted,
-// insignificant whitespace is removed, strings are minimally escaped and
-// numbers are written in their shortest IEEE-754 double form.
-func CanonicalJSON(r Record) ([]byte, error) {
-	h := hashedRecord{
-		InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
-		Timestamp: r.Timestamp, Source: r.Source, ResultOf: r.ResultOf, ReplayOf: r.ReplayOf,
-	}
-	if len(h.Body) == 0 {
-		h.Body = json.RawMessage("null")
-	}
-	if r.Supersedes != "" {
-		s := r.Supersedes
-		h.Supersedes = &s
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("oip: encode record %s: %w", r.InvID, err)
-	}
-	c, err := jcs.Transform(b)
-	if err != nil {
-		return nil, fmt.Errorf("oip: canonicalise record %s: %w", r.InvID, err)
-	}
-	return c, nil
-}
+// computed from (see verify.CanonicalJSON).
+func CanonicalJSON(r Record) ([]byte, error) { return verify.CanonicalJSON(r) }
 
 // EntryHash returns the hex SHA-256 of CanonicalJSON(r), the value a
 // genuine record carries as entry_hash.
-func EntryHash(r Record) (string, error) {
-	c, err := CanonicalJSON(r)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:]), nil
-}
+func EntryHash(r Record) (string, error) { return verify.EntryHash(r) }
 
 // LeafHash returns the record's RFC 6962 Merkle leaf hash:
 // SHA-256(0x00 || CanonicalJSON(r)).
-func LeafHash(r Record) ([]byte, error) {
-	c, err := CanonicalJSON(r)
-	if err != nil {
-		return nil, err
-	}
-	h := leafHash(c)
-	return h[:], nil
-}
+func LeafHash(r Record) ([]byte, error) { return verify.LeafHash(r) }
 
 // leafHash is the RFC 6962 hash of a leaf holding data.
-func leafHash(data []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte{0})
-	h.Write(data)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
-}
+func leafHash(data []byte) [32]byte { return verify.LeafHashOf(data) }
 
 // hashes returns entry_hash and the leaf hash of r in one canonicalisation.
 func hashes(r Record) (entry string, leaf [32]byte, err error) {
@@ -214,22 +54,6 @@ func fromStore(r store.LedgerRecord) Record {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
-
-// Receipt is the answer to a successful dispatch: the seed's receipt plus
-// the record's seq, entry_hash and the inv_ID it supersedes.
-type Receipt struct {
-	InvID      string `json:"inv_ID"`
-	Status     string `json:"status"`  // StatusSuccess
-	Message    string `json:"message"` // SuccessMessage
-	ObjectKey  string `json:"object_key"`
-	Timestamp  string `json:"timestamp"` // TimeFormat
-	Seq        int64  `json:"seq"`
-	EntryHash  string `json:"entry_hash"`
-	Supersedes string `json:"supersedes,omitempty"`
-	// Outcome is set on receipts of invocations: refused, or the result of
-	// an execution.
-	Outcome *Outcome `json:"outcome,omitempty"`
-}
 
 func receiptOf(r Record) Receipt {
 	return Receipt{

@@ -34,6 +34,7 @@ import (
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/command"
 	"github.com/asmp-dev/asmp/oip/row"
+	"github.com/asmp-dev/asmp/oip/wire"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -552,12 +553,12 @@ holding every row.`,
 
 // directory reads one page of the directory, or with all every page from
 // after on (the result then has no Next).
-func directory(ctx context.Context, c *client.Client, after string, limit int, all bool) (*oip.DirectoryPage, error) {
+func directory(ctx context.Context, c *client.Client, after string, limit int, all bool) (*wire.DirectoryPage, error) {
 	page, err := c.Directory(ctx, &client.DirectoryOptions{After: after, Limit: limit})
 	if err != nil || !all {
 		return page, err
 	}
-	acc := &oip.DirectoryPage{Rows: page.Rows}
+	acc := &wire.DirectoryPage{Rows: page.Rows}
 	for cursor := page.Next; cursor != ""; cursor = page.Next {
 		if cursor <= after {
 			return nil, fmt.Errorf("the server's next cursor %q does not advance past %q", oneLine(cursor, 140), oneLine(after, 140))
@@ -569,13 +570,13 @@ func directory(ctx context.Context, c *client.Client, after string, limit int, a
 		acc.Rows = append(acc.Rows, page.Rows...)
 	}
 	if acc.Rows == nil {
-		acc.Rows = []oip.DirectoryRow{}
+		acc.Rows = []wire.DirectoryRow{}
 	}
 	return acc, nil
 }
 
 // writeRows prints a directory page as a table.
-func writeRows(out io.Writer, page *oip.DirectoryPage) {
+func writeRows(out io.Writer, page *wire.DirectoryPage) {
 	if len(page.Rows) == 0 {
 		fmt.Fprintln(out, "No directory rows.")
 	} else {

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/client/embedded"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/tui"
@@ -35,7 +36,7 @@ func newEngine(t *testing.T) *engine.Engine {
 
 // backends gives the UI a local engine and a real HTTP server.
 func backends(t *testing.T) map[string]client.Backend {
-	local := client.NewLocal(newEngine(t))
+	local := embedded.New(newEngine(t))
 	eng := newEngine(t)
 	srv := server.New(eng, nil)
 	ts := httptest.NewServer(srv)

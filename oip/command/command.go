@@ -10,23 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/asmp-dev/asmp/oip/row"
+	"github.com/asmp-dev/asmp/oip/wire"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
-// Command is a constructed command line.
-type Command struct {
-	// Argv is the exact argument vector; Argv[0] is the row's command.
-	Argv []string `json:"argv"`
-	// Line is the command as one string, every word quoted for POSIX sh:
-	// for shell rows it is the string /bin/sh runs (equal to Shell), for
-	// exec rows a display rendering of Argv (see Render).
-	Line string `json:"command"`
-	// Shell is set for shell rows only: the string to run with sh -c.
-	Shell string `json:"-"`
-	// Method is the row's invocation method, row.MethodExec or
-	// row.MethodShell.
-	Method string `json:"invocation_method"`
-}
+// Command is a constructed command line (its JSON is the answer of POST
+// /api/commands/{key}).
+type Command = wire.Command
 
 type kind uint8
 

@@ -1,4 +1,4 @@
-package client
+package embedded
 
 import (
 	"context"
@@ -9,41 +9,42 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
-// LocalBaseURL is the base URL of the frames a Local backend builds: their
-// hrefs look like local://asmp/runs/{run_id}/transitions/{action}, and
-// TransitionHref follows them.
-const LocalBaseURL = "local://asmp"
+// BaseURL is the base URL of the frames a *Client builds: their hrefs look
+// like local://asmp/runs/{run_id}/transitions/{action}, and TransitionHref
+// follows them.
+const BaseURL = "local://asmp"
 
-// LocalActor is the actor a Local backend records on the runs it drives.
-const LocalActor = "local"
+// Actor is the actor a *Client records on the runs it drives.
+const Actor = "local"
 
-// Local drives workflows in-process through an *engine.Engine, with no
-// server: the embedded counterpart of *Client. It behaves as the HTTP API
-// does (same frames, same errors with the same statuses and hints, inputs
-// and results passed through JSON), so code and tests written against
-// Backend run unchanged. Background tasks run only while the engine's
-// workers run (engine.StartWorkers).
-type Local struct {
+// Client drives workflows in-process through an *engine.Engine, with no
+// server: the embedded counterpart of *client.Client. It behaves as the
+// HTTP API does (same frames, same errors with the same statuses and hints,
+// inputs and results passed through JSON), so code and tests written
+// against client.Backend run unchanged. Background tasks run only while the
+// engine's workers run (engine.StartWorkers).
+type Client struct {
 	e    *engine.Engine
 	base string
 }
 
-var _ Backend = (*Local)(nil)
+var _ client.Backend = (*Client)(nil)
 
-// NewLocal returns a Backend that drives eng's workflows in-process.
-func NewLocal(eng *engine.Engine) *Local {
-	return &Local{e: eng, base: LocalBaseURL}
+// New returns a client.Backend that drives eng's workflows in-process.
+func New(eng *engine.Engine) *Client {
+	return &Client{e: eng, base: BaseURL}
 }
 
 // Engine returns the engine the backend drives.
-func (l *Local) Engine() *engine.Engine { return l.e }
+func (l *Client) Engine() *engine.Engine { return l.e }
 
-func (l *Local) runFrame(r *engine.Run) *RunFrame {
-	return &RunFrame{Frame: jsonFrame(l.e.Frame(r, l.base)), ETag: r.ETag()}
+func (l *Client) runFrame(r *engine.Run) *client.RunFrame {
+	return &client.RunFrame{Frame: jsonFrame(l.e.Frame(r, l.base)), ETag: r.ETag()}
 }
 
 // jsonFrame makes f's data look as it does after a trip through JSON.
@@ -63,7 +64,7 @@ func jsonInput(input map[string]any) (map[string]any, error) {
 	}
 	b, err := json.Marshal(input)
 	if err != nil {
-		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "The input cannot be sent as JSON: " + err.Error()}
+		return nil, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "The input cannot be sent as JSON: " + err.Error()}
 	}
 	m, err := protocol.DecodeObject(b, 0)
 	if err != nil {
@@ -73,24 +74,24 @@ func jsonInput(input map[string]any) (map[string]any, error) {
 }
 
 // Discover returns the discovery frame.
-func (l *Local) Discover(ctx context.Context) (*RunFrame, error) {
-	return &RunFrame{Frame: l.e.Discovery(l.base, "")}, nil
+func (l *Client) Discover(ctx context.Context) (*client.RunFrame, error) {
+	return &client.RunFrame{Frame: l.e.Discovery(l.base, "")}, nil
 }
 
 // Workflows returns the served workflows.
-func (l *Local) Workflows(ctx context.Context) ([]WorkflowInfo, error) {
+func (l *Client) Workflows(ctx context.Context) ([]client.WorkflowInfo, error) {
 	return l.e.Catalog(l.base, ""), nil
 }
 
 // StartRun creates a run.
-func (l *Local) StartRun(ctx context.Context, workflowID string, data map[string]any) (*RunFrame, error) {
+func (l *Client) StartRun(ctx context.Context, workflowID string, data map[string]any) (*client.RunFrame, error) {
 	if data != nil {
 		var err error
 		if data, err = jsonInput(data); err != nil {
 			return nil, err
 		}
 	}
-	r, err := l.e.StartRun(ctx, workflowID, data, engine.StartOptions{Actor: LocalActor})
+	r, err := l.e.StartRun(ctx, workflowID, data, engine.StartOptions{Actor: Actor})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -98,7 +99,7 @@ func (l *Local) StartRun(ctx context.Context, workflowID string, data map[string
 }
 
 // Frame returns the run's current frame.
-func (l *Local) Frame(ctx context.Context, runID string) (*RunFrame, error) {
+func (l *Client) Frame(ctx context.Context, runID string) (*client.RunFrame, error) {
 	r, err := l.e.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fromProtocol(err)
@@ -107,7 +108,7 @@ func (l *Local) Frame(ctx context.Context, runID string) (*RunFrame, error) {
 }
 
 // CLI returns the run's CLI object.
-func (l *Local) CLI(ctx context.Context, runID string) (protocol.CLI, error) {
+func (l *Client) CLI(ctx context.Context, runID string) (protocol.CLI, error) {
 	r, err := l.e.GetRun(ctx, runID)
 	if err != nil {
 		return protocol.CLI{}, fromProtocol(err)
@@ -116,12 +117,12 @@ func (l *Local) CLI(ctx context.Context, runID string) (protocol.CLI, error) {
 }
 
 // Transition fires action on the run.
-func (l *Local) Transition(ctx context.Context, runID, action string, input map[string]any, opts *TransitionOptions) (*RunFrame, error) {
+func (l *Client) Transition(ctx context.Context, runID, action string, input map[string]any, opts *client.TransitionOptions) (*client.RunFrame, error) {
 	var ifMatch int64
 	if opts != nil && strings.TrimSpace(opts.IfMatch) != "" && strings.TrimSpace(opts.IfMatch) != "*" {
-		ifMatch = parseETag(opts.IfMatch)
+		ifMatch = client.ParseETag(opts.IfMatch)
 		if ifMatch <= 0 {
-			return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
+			return nil, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
 				Hint: fmt.Sprintf("If-Match must be the run's ETag, e.g. \"3\" (from the frame you acted on), not %q.", opts.IfMatch)}
 		}
 	}
@@ -136,7 +137,7 @@ func (l *Local) Transition(ctx context.Context, runID, action string, input map[
 		}
 		return nil, err
 	}
-	next, err := l.e.Transition(ctx, runID, action, in, engine.TransitionOptions{IfMatch: ifMatch, Actor: LocalActor})
+	next, err := l.e.Transition(ctx, runID, action, in, engine.TransitionOptions{IfMatch: ifMatch, Actor: Actor})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -145,7 +146,7 @@ func (l *Local) Transition(ctx context.Context, runID, action string, input map[
 
 // TransitionHref follows an href of a frame this backend built: a
 // transition href, or a start href of the discovery frame.
-func (l *Local) TransitionHref(ctx context.Context, href string, input map[string]any, opts *TransitionOptions) (*RunFrame, error) {
+func (l *Client) TransitionHref(ctx context.Context, href string, input map[string]any, opts *client.TransitionOptions) (*client.RunFrame, error) {
 	rest, ok := strings.CutPrefix(href, l.base)
 	if !ok {
 		return nil, fmt.Errorf("href %q is not a local href (they start with %s)", href, l.base)
@@ -172,23 +173,23 @@ func (l *Local) TransitionHref(ctx context.Context, href string, input map[strin
 				return nil, fromProtocol(err)
 			}
 			if r.WorkflowID != wf {
-				return nil, &Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
+				return nil, &client.Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
 					Hint: fmt.Sprintf("Run not found: run %s does not belong to workflow %q.", segs[1], wf)}
 			}
 		}
 		return l.Transition(ctx, segs[1], segs[3], input, opts)
 	}
-	return nil, &Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
+	return nil, &client.Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
 		Hint: fmt.Sprintf("No endpoint at POST %s. Follow a next_states href of a frame.", href)}
 }
 
 // InvokeTool calls a tool of the run's current state.
-func (l *Local) InvokeTool(ctx context.Context, runID, tool string, input map[string]any) (any, error) {
+func (l *Client) InvokeTool(ctx context.Context, runID, tool string, input map[string]any) (any, error) {
 	in, err := jsonInput(input)
 	if err != nil {
 		return nil, err
 	}
-	res, err := l.e.InvokeTool(ctx, runID, tool, in, engine.ToolOptions{Actor: LocalActor})
+	res, err := l.e.InvokeTool(ctx, runID, tool, in, engine.ToolOptions{Actor: Actor})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -200,16 +201,16 @@ func (l *Local) InvokeTool(ctx context.Context, runID, tool string, input map[st
 }
 
 // Resource reads a resource of the run's current state.
-func (l *Local) Resource(ctx context.Context, runID, path string) (*Content, error) {
+func (l *Client) Resource(ctx context.Context, runID, path string) (*client.Content, error) {
 	c, err := l.e.ReadResource(ctx, runID, strings.TrimLeft(path, "/"), engine.ResourceOptions{})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
-	return &Content{Body: c.Body, MimeType: c.MimeType}, nil
+	return &client.Content{Body: c.Body, MimeType: c.MimeType}, nil
 }
 
 // Events returns the run's history.
-func (l *Local) Events(ctx context.Context, runID string) (*EventLog, error) {
+func (l *Client) Events(ctx context.Context, runID string) (*client.EventLog, error) {
 	r, err := l.e.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fromProtocol(err)
@@ -221,14 +222,15 @@ func (l *Local) Events(ctx context.Context, runID string) (*EventLog, error) {
 	return log, nil
 }
 
-// Stream follows the run in-process, with the contract of (*Client).Stream:
-// the current frame (or every frame after opts.LastEventID), then a frame
-// per change and progress reports, until a terminal frame. A subscriber
+// Stream follows the run in-process, with the contract of
+// (*client.Client).Stream: the current frame (or every frame after
+// opts.LastEventID), then a frame per change and progress reports, until a
+// terminal frame. A subscriber
 // that falls too far behind catches up from the event log by itself. The
-// local stream sends no heartbeats and no end lines.
-func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) iter.Seq2[StreamItem, error] {
-	o := opts.withDefaults()
-	return func(yield func(StreamItem, error) bool) {
+// embedded stream sends no heartbeats and no end lines.
+func (l *Client) Stream(ctx context.Context, runID string, opts *client.StreamOptions) iter.Seq2[client.StreamItem, error] {
+	o := opts.WithDefaults()
+	return func(yield func(client.StreamItem, error) bool) {
 		last, resume := o.LastEventID, o.LastEventID > 0
 		failures := 0
 		for {
@@ -240,7 +242,7 @@ func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) i
 				return
 			}
 			if err != nil {
-				yield(StreamItem{}, err)
+				yield(client.StreamItem{}, err)
 				return
 			}
 			if last > before {
@@ -248,11 +250,11 @@ func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) i
 			}
 			failures++
 			if failures > o.MaxRetries {
-				yield(StreamItem{}, fmt.Errorf("%w: run %s: the engine closed the subscription %d times", ErrStreamEnded, runID, failures))
+				yield(client.StreamItem{}, fmt.Errorf("%w: run %s: the engine closed the subscription %d times", client.ErrStreamEnded, runID, failures))
 				return
 			}
-			if !sleepBackoff(ctx, o, failures) {
-				yield(StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
+			if !o.Wait(ctx, failures) {
+				yield(client.StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
 				return
 			}
 		}
@@ -261,18 +263,18 @@ func (l *Local) Stream(ctx context.Context, runID string, opts *StreamOptions) i
 
 // follow serves one subscription. done reports that the stream is over (the
 // run ended, the consumer stopped, or an error was yielded).
-func (l *Local) follow(ctx context.Context, runID string, sub *engine.Subscription, last *int64, resume *bool, yield func(StreamItem, error) bool) (done bool, err error) {
+func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscription, last *int64, resume *bool, yield func(client.StreamItem, error) bool) (done bool, err error) {
 	r, err := l.e.GetRun(ctx, runID)
 	if err != nil {
 		return false, fromProtocol(err)
 	}
 	if *resume && *last > r.Version {
-		return false, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
+		return false, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
 			Hint: fmt.Sprintf("Last-Event-ID %d is ahead of the run (its last event is %d); reconnect without it.", *last, r.Version)}
 	}
 	emit := func(f protocol.Frame, id int64) bool {
 		*last, *resume = id, true
-		return yield(StreamItem{Frame: &protocol.StreamFrame{ID: id, Frame: jsonFrame(f)}}, nil) && !protocol.Terminal(f.Status)
+		return yield(client.StreamItem{Frame: &protocol.StreamFrame{ID: id, Frame: jsonFrame(f)}}, nil) && !protocol.Terminal(f.Status)
 	}
 	catchUp := func() (bool, error) {
 		for {
@@ -304,7 +306,7 @@ func (l *Local) follow(ctx context.Context, runID string, sub *engine.Subscripti
 	for {
 		select {
 		case <-ctx.Done():
-			yield(StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
+			yield(client.StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
 			return true, nil
 		case m, ok := <-sub.C:
 			if !ok {
@@ -315,7 +317,7 @@ func (l *Local) follow(ctx context.Context, runID string, sub *engine.Subscripti
 				if p.ID < *last {
 					p.ID = *last
 				}
-				if !yield(StreamItem{Progress: &p}, nil) {
+				if !yield(client.StreamItem{Progress: &p}, nil) {
 					return true, nil
 				}
 				continue
@@ -332,7 +334,7 @@ func (l *Local) follow(ctx context.Context, runID string, sub *engine.Subscripti
 			}
 			f, err := l.e.EventFrame(r.Def, ev, l.base)
 			if err != nil {
-				yield(StreamItem{}, fromProtocol(err))
+				yield(client.StreamItem{}, fromProtocol(err))
 				return true, nil
 			}
 			if !emit(f, ev.Seq) {
@@ -343,9 +345,9 @@ func (l *Local) follow(ctx context.Context, runID string, sub *engine.Subscripti
 }
 
 // errOrYield yields err (when not nil) and returns nil, so the caller ends.
-func errOrYield(err error, yield func(StreamItem, error) bool) error {
+func errOrYield(err error, yield func(client.StreamItem, error) bool) error {
 	if err != nil {
-		yield(StreamItem{}, err)
+		yield(client.StreamItem{}, err)
 	}
 	return nil
 }
