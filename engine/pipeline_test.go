@@ -31,18 +31,13 @@ type queuedCommit struct {
 	res      chan error
 }
 
-func (s *queuedStore) CommitRunAsync(ctx context.Context, expected int64, c store.Commit) func() error {
+// CommitRun queues the commit; its Pending settles when the test flushes.
+func (s *queuedStore) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
 	res := make(chan error, 1)
 	s.mu.Lock()
 	s.q = append(s.q, queuedCommit{expected, c, res})
 	s.mu.Unlock()
-	return func() error { return <-res }
-}
-
-func (s *queuedStore) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
-	wait := s.CommitRunAsync(ctx, expected, c)
-	s.flush()
-	return wait()
+	return store.Later(res)
 }
 
 func (s *queuedStore) flush() {
@@ -57,7 +52,7 @@ func (s *queuedStore) flush() {
 			err = fail(x.c)
 		}
 		if err == nil {
-			err = s.Store.CommitRun(context.Background(), x.expected, x.c)
+			err = s.Store.CommitRun(context.Background(), x.expected, x.c).Wait()
 		}
 		x.res <- err
 	}
@@ -245,7 +240,7 @@ func TestKeptValueGoneStaleIsReplanned(t *testing.T) {
 	next.Version = 3
 	next.Data = []byte(`{"n":99}`)
 	ev := store.Event{RunID: r.ID, Seq: 3, Time: cur.UpdatedAt, Kind: store.EventTransition, Action: "tick", From: "LOOP", To: "LOOP", Actor: "other", Snapshot: next.Snapshot}
-	if err := qs.Store.CommitRun(ctx, 2, store.Commit{Run: next, Event: ev}); err != nil {
+	if err := qs.Store.CommitRun(ctx, 2, store.Commit{Run: next, Event: ev}).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	got := tick(3)

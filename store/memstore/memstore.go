@@ -204,8 +204,13 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return e.current(id), nil
 }
 
-// CommitRun implements store.Store.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+// CommitRun implements store.RunStore. The commit is applied before
+// CommitRun returns: the Pending is settled.
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
+	return store.Settled(s.commitRun(expected, c))
+}
+
+func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if err := check(c); err != nil {
 		return err
 	}

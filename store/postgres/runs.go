@@ -158,8 +158,13 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	return r, nil
 }
 
-// CommitRun implements store.Store.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+// CommitRun implements store.RunStore. The transaction is committed (or
+// has failed) before CommitRun returns: the Pending is settled.
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
+	return store.Settled(s.commitRun(ctx, expected, c))
+}
+
+func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) error {
 	if err := checkCommit(c); err != nil {
 		return err
 	}

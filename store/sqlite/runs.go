@@ -79,7 +79,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
 		}
 		return s.applyRest(tx, c)
-	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })()
+	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
 }
 
 // applyRest writes the commit's event and task changes.
@@ -193,27 +193,21 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 			return fmt.Errorf("sqlite: delete run %s's tasks: %w", id, err)
 		}
 		return nil
-	}, func() { s.runs.committed(id, store.Run{}, true) })()
+	}, func() { s.runs.committed(id, store.Run{}, true) }).Wait()
 }
 
-// CommitRun implements store.Store.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
-	return s.CommitRunAsync(ctx, expected, c)()
-}
-
-// CommitRunAsync is CommitRun in two halves: it queues the commit for the
-// writer and returns; wait returns CommitRun's result once the group
-// holding the commit is durable. Commits queued one after the other are
+// CommitRun implements store.RunStore. It queues the commit for the writer
+// and returns; the Pending settles once the group holding the commit is
+// durable (one fsync for the group). Commits queued one after the other are
 // applied in that order, so a caller may queue a run's next commit
 // (expecting the version this one creates) before this one is durable: if
 // this one fails, the next fails with store.ErrConflict.
-func (s *Store) CommitRunAsync(ctx context.Context, expected int64, c store.Commit) (wait func() error) {
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
 	if err := checkCommit(c); err != nil {
-		return func() error { return err }
+		return store.Settled(err)
 	}
 	if c.Run.Version != expected+1 {
-		err := fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
-		return func() error { return err }
+		return store.Settled(fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1))
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
