@@ -59,7 +59,7 @@ func checkCommit(c store.Commit) error {
 	return nil
 }
 
-// CreateRun implements store.Store.
+// CreateRun implements store.RunStore.
 func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := checkCommit(c); err != nil {
 		return err
@@ -124,7 +124,7 @@ func scanRun(sc scanner) (store.Run, error) {
 	return r, nil
 }
 
-// GetRun implements store.Store.
+// GetRun implements store.RunStore.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, ok, gen := s.runs.get(id)
 	if ok {
@@ -141,7 +141,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return r, nil
 }
 
-// StaleRuns implements store.Store.
+// StaleRuns implements store.RunStore.
 func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
 	if limit <= 0 {
 		limit = -1
@@ -171,7 +171,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
-// DeleteRun implements store.Store.
+// DeleteRun implements store.RunStore.
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return s.queue(ctx, func(tx wtx) error {
 		res, err := tx.Exec(`DELETE FROM runs WHERE id = ? AND version = ?`, id, version)
@@ -229,7 +229,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
 
-// Events implements store.Store.
+// Events implements store.RunStore.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	if limit <= 0 {
 		limit = -1
@@ -271,7 +271,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// CountRuns implements store.Store.
+// CountRuns implements store.RunStore.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
 	if err != nil {
@@ -299,7 +299,7 @@ const claimQuery = `SELECT id, run_id, state, version, attempts, created_at, upd
 	  AND (? = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = tasks.run_id AND runs.workflow_id IN (SELECT value FROM json_each(?))))
 	ORDER BY created_at, id LIMIT 1`
 
-// ClaimTask implements store.Store.
+// ClaimTask implements store.TaskStore.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
 	var found bool
@@ -351,17 +351,17 @@ func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args .
 	})
 }
 
-// ExtendTask implements store.Store.
+// ExtendTask implements store.TaskStore.
 func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
 	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = ? WHERE id = ? AND owner = ? AND status = 'running'`, nanos(until), id, owner)
 }
 
-// ReleaseTask implements store.Store.
+// ReleaseTask implements store.TaskStore.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = 0 WHERE id = ? AND owner = ? AND status = 'running'`, id, owner)
 }
 
-// FinishTask implements store.Store.
+// FinishTask implements store.TaskStore.
 func (s *Store) FinishTask(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx wtx) error {
 		var one int
@@ -373,7 +373,7 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 	})
 }
 
-// PendingTasks implements store.Store.
+// PendingTasks implements store.TaskStore.
 func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.queryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status != 'done'`).Scan(&n)
