@@ -118,7 +118,9 @@ func (e *Engine) wakeFunc() func() {
 	return e.wake
 }
 
-// New returns an engine serving the given workflows from st.
+// New returns an engine serving the given workflows from st. The engine
+// uses st's runs and tasks (store.RunStore, store.TaskStore); Store hands
+// the whole store on to the server.
 func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
