@@ -57,7 +57,10 @@ type Store struct {
 	lock   *os.File // held open: the exclusive lock on the database
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
+)
 
 type writeReq struct {
 	fn func(tx wtx) error
