@@ -93,8 +93,7 @@ type Engine struct {
 	invoker RowInvoker
 	locks   [256]sync.Mutex
 	pendMu  sync.Mutex
-	queued  bool                      // the store is a queuedCommitter
-	pending map[string]*pendingCommit // runs' queued commits
+	pending map[string]*pendingCommit // runs' queued commits and last known values
 	hub     *Hub
 	metrics *Metrics
 	// workflowIDs are the served workflows: workers claim only their tasks.
@@ -119,7 +118,9 @@ func (e *Engine) wakeFunc() func() {
 	return e.wake
 }
 
-// New returns an engine serving the given workflows from st.
+// New returns an engine serving the given workflows from st. The engine
+// uses st's runs and tasks (store.RunStore, store.TaskStore); Store hands
+// the whole store on to the server.
 func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -176,7 +177,6 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	}
 	e.hub = newHub()
 	e.pending = map[string]*pendingCommit{}
-	_, e.queued = st.(queuedCommitter)
 	e.hub.onEmpty = e.seen.drop
 	e.metrics = newMetrics()
 	e.pure = pureStates(e)

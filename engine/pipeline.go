@@ -8,29 +8,25 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-// queuedCommitter is implemented by stores whose commits are queued,
-// applied in the order they were queued and made durable in groups
-// (store/sqlite: one fsync per group). CommitRunAsync queues a commit and
-// returns; wait gives CommitRun's result once the commit is durable.
-//
-// With such a store, Transition holds the run's lock only while it
-// validates the action and queues the commit, not while the commit is made
-// durable: the run's next transition is validated against the value this
-// one will give the run, and queued behind it, so both can share one
-// fsync. Nothing is answered before it is durable. If a queued commit
-// fails, the commits queued behind it on the same run fail their
-// compare-and-set and are validated again against the stored run, as after
-// any lost compare-and-set. The value a durable commit left is kept (for
-// up to maxKnown runs) to plan the run's next transition without reading
-// the store: a plan on it can only be committed if the stored run still has
-// its version, since the store compares and sets. A transition refused
-// against a queued or kept value is decided again against the stored run,
-// and
-// GetRun of a run with a queued commit waits for it, so that readers (and
-// writers that commit directly, like the task worker) see it.
-type queuedCommitter interface {
-	CommitRunAsync(ctx context.Context, expected int64, c store.Commit) (wait func() error)
-}
+// Transitions are pipelined. transition holds the run's lock only while it
+// validates the action and hands the commit to the store (CommitRun), not
+// while the commit is made durable: the run's next transition is validated
+// against the value this one will give the run, and committed behind it,
+// so that with a store that batches commits (store/sqlite: one fsync per
+// group) both share one fsync; with a store that commits before CommitRun
+// returns, the commit is already durable when the lock is released. The
+// engine does not know which kind of store it has: it always waits for
+// the commit's Pending. Nothing is answered before it is durable. If a
+// queued commit fails, the commits queued behind it on the same run fail
+// their compare-and-set and are validated again against the stored run, as
+// after any lost compare-and-set. The value a durable commit left is kept
+// (for up to maxKnown runs) to plan the run's next transition without
+// reading the store: a plan on it can only be committed if the stored run
+// still has its version, since the store compares and sets. A transition
+// refused against a queued or kept value is decided again against the
+// stored run, and GetRun of a run with a queued commit waits for it, so
+// that readers (and writers that commit and wait under the run's lock,
+// like the task worker's failRun) see it.
 
 // pendingCommit is a run's latest queued commit: not yet durable until
 // done is closed; after that, kept (while there is room) as the run's last
@@ -92,8 +88,8 @@ func resolved(p *pendingCommit) bool {
 	}
 }
 
-// transitionQueued is Transition on a queuedCommitter store.
-func (e *Engine) transitionQueued(ctx context.Context, qc queuedCommitter, runID, action string, input map[string]any, o TransitionOptions) (*Run, error) {
+// transition is Transition, pipelined as described above.
+func (e *Engine) transition(ctx context.Context, runID, action string, input map[string]any, o TransitionOptions) (*Run, error) {
 	mu := e.lock(runID)
 	mu.Lock()
 	locked := true
@@ -134,13 +130,13 @@ func (e *Engine) transitionQueued(ctx context.Context, qc queuedCommitter, runID
 				return nil, err
 			}
 		}
-		wait := qc.CommitRunAsync(ctx, r.Version, *c)
+		pend := e.store.CommitRun(ctx, r.Version, *c)
 		p := &pendingCommit{next: next, done: make(chan struct{})}
 		e.setPending(runID, p)
 		mu.Unlock()
 		locked = false
 
-		err = wait()
+		err = pend.Wait()
 		if prev != nil {
 			<-prev.done // publish the run's events in commit order
 		}

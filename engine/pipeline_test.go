@@ -31,18 +31,13 @@ type queuedCommit struct {
 	res      chan error
 }
 
-func (s *queuedStore) CommitRunAsync(ctx context.Context, expected int64, c store.Commit) func() error {
+// CommitRun queues the commit; its Pending settles when the test flushes.
+func (s *queuedStore) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
 	res := make(chan error, 1)
 	s.mu.Lock()
 	s.q = append(s.q, queuedCommit{expected, c, res})
 	s.mu.Unlock()
-	return func() error { return <-res }
-}
-
-func (s *queuedStore) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
-	wait := s.CommitRunAsync(ctx, expected, c)
-	s.flush()
-	return wait()
+	return store.Later(res)
 }
 
 func (s *queuedStore) flush() {
@@ -57,7 +52,7 @@ func (s *queuedStore) flush() {
 			err = fail(x.c)
 		}
 		if err == nil {
-			err = s.Store.CommitRun(context.Background(), x.expected, x.c)
+			err = s.Store.CommitRun(context.Background(), x.expected, x.c).Wait()
 		}
 		x.res <- err
 	}
@@ -245,11 +240,47 @@ func TestKeptValueGoneStaleIsReplanned(t *testing.T) {
 	next.Version = 3
 	next.Data = []byte(`{"n":99}`)
 	ev := store.Event{RunID: r.ID, Seq: 3, Time: cur.UpdatedAt, Kind: store.EventTransition, Action: "tick", From: "LOOP", To: "LOOP", Actor: "other", Snapshot: next.Snapshot}
-	if err := qs.Store.CommitRun(ctx, 2, store.Commit{Run: next, Event: ev}); err != nil {
+	if err := qs.Store.CommitRun(ctx, 2, store.Commit{Run: next, Event: ev}).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	got := tick(3)
 	if got.Version != 4 || got.Data["n"] != int64(3) {
 		t.Fatalf("after the other writer: version %d data %v, want version 4 n=3", got.Version, got.Data)
+	}
+}
+
+// On a store that commits before CommitRun returns (memstore, Postgres) the
+// engine takes the same path: it keeps the value its last commit left, and
+// when another engine on the same store (another replica) has moved the run
+// meanwhile, the compare-and-set fails and the transition is planned again
+// on the stored run; an If-Match refused against the kept value is decided
+// against the stored run.
+func TestSettledStoreReplansAfterAnotherWriter(t *testing.T) {
+	st := memstore.New()
+	a, b := loopOn(t, st, true), loopOn(t, st, true)
+	ctx := context.Background()
+	r, err := a.StartRun(ctx, "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := func(e *engine.Engine, n, ifMatch int64) (*engine.Run, error) {
+		return e.Transition(ctx, r.ID, "tick", map[string]any{"n": n}, engine.TransitionOptions{IfMatch: ifMatch})
+	}
+	if _, err := tick(a, 1, 0); err != nil { // a keeps version 2
+		t.Fatal(err)
+	}
+	if _, err := tick(b, 2, 0); err != nil { // b moves the run to 3
+		t.Fatal(err)
+	}
+	got, err := tick(a, 3, 3) // a's kept value says 2; the stored run is at 3
+	if err != nil || got.Version != 4 || got.Data["n"] != int64(3) {
+		t.Fatalf("a after b: %+v, %v; want version 4 with n=3", got, err)
+	}
+	if _, err := tick(b, 4, 3); protocol.ErrorCode(err) != protocol.EConflict {
+		t.Fatalf("stale If-Match: %v, want EConflict", err)
+	}
+	evs, err := a.Events(ctx, r.ID, 0, 0)
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("events = %d, %v; want 4", len(evs), err)
 	}
 }

@@ -103,14 +103,12 @@ func (e *Engine) GetRun(ctx context.Context, runID string) (*Run, error) {
 // storedRun reads run runID from the store, after its queued commit if it
 // has one.
 func (e *Engine) storedRun(ctx context.Context, runID string) (store.Run, error) {
-	if e.queued {
-		// A transition of this run is queued: read the run as it leaves it
-		// (at most one group commit away), not the value before it.
-		if p := e.pendingOf(runID); p != nil {
-			select {
-			case <-p.done:
-			case <-ctx.Done():
-			}
+	// A transition of this run is queued: read the run as it leaves it (at
+	// most one group commit away), not the value before it.
+	if p := e.pendingOf(runID); p != nil {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
 		}
 	}
 	sr, err := e.store.GetRun(ctx, runID)
@@ -217,43 +215,7 @@ func (e *Engine) CheckOffered(r *Run, action string) error {
 // now, or guard refused: the hint says why and lists the offered actions),
 // EInvalid (input does not match expects), EConflict (IfMatch is stale).
 func (e *Engine) Transition(ctx context.Context, runID, action string, input map[string]any, o TransitionOptions) (*Run, error) {
-	if qc, ok := e.store.(queuedCommitter); ok {
-		return e.transitionQueued(ctx, qc, runID, action, input, o)
-	}
-	mu := e.lock(runID)
-	mu.Lock()
-	defer mu.Unlock()
-	for attempt := 0; attempt < e.retries; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, protocol.Errorf(protocol.EUnavailable, "The request was cancelled before the transition was applied.")
-		}
-		r, err := e.GetRun(ctx, runID)
-		if err != nil {
-			return nil, err
-		}
-		c, err := e.plan(r, action, input, o)
-		if err != nil {
-			return nil, err
-		}
-		err = e.store.CommitRun(ctx, r.Version, *c)
-		if errors.Is(err, store.ErrConflict) {
-			continue // someone else moved the run: re-read, re-validate
-		}
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, notFound(runID)
-		}
-		if err != nil {
-			return nil, internal("could not store the transition", err)
-		}
-		e.published(r.WorkflowID, c.Event)
-		if !sameBytes(c.Run.Snapshot.Data, r.Snapshot.Data) {
-			return e.view(c.Run)
-		}
-		// The data did not change (the action expects nothing): r.Data
-		// is already its decoding.
-		return &Run{Run: c.Run, Def: r.Def, Data: r.Data}, nil
-	}
-	return nil, protocol.Errorf(protocol.EUnavailable, "The run is changing too fast to apply %q; try again.", action)
+	return e.transition(ctx, runID, action, input, o)
 }
 
 // sameBytes reports whether a and b are the same bytes in memory.

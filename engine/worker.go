@@ -325,7 +325,7 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 			Event:    store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventFailed, From: r.State, To: r.State, Actor: "task", Snapshot: next.Snapshot},
 			Complete: t.ID,
 		}
-		err = e.store.CommitRun(ctx, r.Version, c)
+		err = e.store.CommitRun(ctx, r.Version, c).Wait()
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}

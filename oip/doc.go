@@ -1,6 +1,6 @@
 // Package oip is the OIP dispatch ledger (SPEC sections 7–9): an
 // append-only, verifiable log of work objects — CLI directory rows and
-// invocations of them — kept in a store.Store and served over HTTP.
+// invocations of them — kept in a store.LedgerStore and served over HTTP.
 //
 // # The loop
 //

@@ -72,11 +72,11 @@ type Options struct {
 	Executor Executor
 }
 
-// Service is the OIP dispatch ledger over a store.Store: dispatch,
+// Service is the OIP dispatch ledger over a store.LedgerStore: dispatch,
 // replay, the directory, command construction, and the Merkle tree with
 // signed checkpoints and proofs. It is safe for concurrent use.
 type Service struct {
-	st       store.Store
+	st       store.LedgerStore
 	origin   string
 	key      keyPair
 	now      func() time.Time
@@ -103,7 +103,7 @@ type Service struct {
 
 // New returns a Service over st, loading the ledger's Merkle tree from it
 // (in pages) and loading or creating the signing key.
-func New(st store.Store, opts *Options) (*Service, error) {
+func New(st store.LedgerStore, opts *Options) (*Service, error) {
 	if st == nil {
 		return nil, errors.New("oip: no store")
 	}

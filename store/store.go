@@ -2,10 +2,71 @@
 // restart: runs with their versions, each run's append-only event log,
 // background tasks and the OIP dispatch ledger.
 //
-// One Store interface has three implementations (memstore, sqlite, postgres)
-// and one conformance suite (storetest) that all of them pass. The contracts
-// below are what the engine relies on; a backend that cannot keep one of them
-// is not a Store.
+// # Parts
+//
+// The contract is split by responsibility into three interfaces, each with
+// its own conformance suite in package storetest; Store composes them with
+// Close. The three backends (memstore, sqlite, postgres) implement all of
+// Store and pass every suite. A user depends on the narrowest part it
+// needs: package oip keeps its ledger on a LedgerStore; the engine drives
+// runs and tasks and hands the whole Store on to the server, which reads
+// gauges from all three parts.
+//
+//   - RunStore: runs and their event logs. CreateRun starts a run; CommitRun,
+//     a compare-and-set on the run's version, is the one operation that
+//     changes it afterwards; DeleteRun removes it with its events and tasks.
+//   - TaskStore: background tasks, claimed by workers under leases. Tasks
+//     are created and completed by the run commits that enter and leave
+//     their state (Commit.Enqueue, Commit.Complete) and deleted with their
+//     run, so a TaskStore is always the task side of a RunStore over the
+//     same data.
+//   - LedgerStore: the OIP dispatch ledger, append-only, with seqs that are
+//     gap-free across processes. It shares nothing with the other parts.
+//
+// # Where later additions go
+//
+// Features that are planned each extend one part, so the split stays as it
+// is:
+//
+// Workflow definitions (stored definitions, and the definition version a
+// run is pinned to): stored definitions become a fourth part,
+// DefinitionStore (immutable versions by workflow id and content hash),
+// composed into Store beside the others. A run's pin is a field of Run,
+// written by CreateRun and carried by CommitRun (RunStore), so a run and
+// its pin never disagree.
+//
+// Ledger checkpoints and tree state (signed tree heads, the Merkle tree's
+// stored frontier): LedgerStore, written in the transaction of the
+// AppendLedger that reaches them, so a checkpoint never names a record the
+// ledger lacks.
+//
+// Run lists and per-status and per-workflow counters: RunStore. Lists page
+// by cursor and limit as StaleRuns does; counters are kept by CreateRun,
+// CommitRun and DeleteRun in the transaction of the change they count,
+// instead of CountRuns' scan. The depth of the task queue stays with
+// TaskStore (PendingTasks).
+//
+// # Committing
+//
+// A store that batches commits (sqlite: one fsync per group of commits)
+// does so behind CommitRun: it queues the commit, returns, and settles the
+// returned Pending once the group holding it is durable. The other stores
+// commit before CommitRun returns and give back a settled Pending. Callers
+// never ask which kind of store they have: the engine always plans a
+// transition under its run's lock, calls CommitRun, releases the lock and
+// waits, so with a batching store a run's next transition queues behind
+// this one and both share one fsync.
+//
+// # Optional capabilities
+//
+// Notifier and Pinger are not part of Store. They are capabilities some
+// backends have (Postgres: both; SQLite: Pinger), and they change what a
+// server can offer (streams that see commits of other replicas, a readiness
+// check), never how anything is stored or committed. A store without them
+// is complete: a store used by one process has no foreign commits to
+// report, and one in memory has nothing to ping. Callers test for them at
+// the edge (engine.FollowStore, the server's readiness check); no type
+// assertion on a store chooses how something is written.
 package store
 
 import (
@@ -134,11 +195,38 @@ type LedgerPrev struct {
 	Latest *LedgerRecord // the key's latest record, nil if the key is new
 }
 
-// Store is the persistence of asmp. All methods are safe for concurrent use
-// by many goroutines and, for shared backends, by many processes. Every
-// method that returns without error has made its write durable: an
-// acknowledged write survives a crash of the process.
-type Store interface {
+// Pending is the outcome of a CommitRun that may not be known yet: Wait
+// blocks until the commit is durable, and returns nil, or until it has
+// failed, and returns why. Call Wait once. The zero Pending is settled with
+// no error.
+type Pending struct {
+	err  error
+	done <-chan error
+}
+
+// Settled returns a Pending whose outcome is already err: what a store
+// that commits before CommitRun returns gives back.
+func Settled(err error) Pending { return Pending{err: err} }
+
+// Later returns a Pending whose outcome is the one value done delivers: what
+// a store that queues commits gives back. done must deliver exactly one
+// value, once the commit is durable or has failed.
+func Later(done <-chan error) Pending { return Pending{done: done} }
+
+// Wait returns the commit's outcome, blocking until it is known.
+func (p Pending) Wait() error {
+	if p.done != nil {
+		return <-p.done
+	}
+	return p.err
+}
+
+// RunStore keeps runs and their event logs. All methods are safe for
+// concurrent use by many goroutines and, for shared backends, by many
+// processes. Every write is durable when it is acknowledged: a method that
+// returns nil, or a Pending whose Wait returns nil, has made its change
+// survive a crash of the process.
+type RunStore interface {
 	// CreateRun stores a new run with its first event (Seq 1) and an optional
 	// task, atomically. ErrExists if the id is taken.
 	CreateRun(ctx context.Context, c Commit) error
@@ -147,10 +235,24 @@ type Store interface {
 	GetRun(ctx context.Context, id string) (Run, error)
 
 	// CommitRun applies c if, and only if, the stored run still has version
-	// expected (compare-and-set). It returns ErrConflict when the version has
-	// moved on and ErrNotFound for an unknown run. Event, Enqueue and
-	// Complete are applied in the same transaction or not at all.
-	CommitRun(ctx context.Context, expected int64, c Commit) error
+	// expected when c is applied (compare-and-set); c's Event, Enqueue and
+	// Complete are applied in the same transaction or not at all. It is
+	// the one operation that changes a run after CreateRun.
+	//
+	// CommitRun may return before c is durable. The Pending's Wait returns
+	// nil once c is durable (never before), ErrConflict when the run's
+	// version had moved on, ErrNotFound for an unknown run, or another
+	// error when c could not be stored. ctx bounds only the handing over:
+	// once CommitRun has returned, c may be applied whatever ctx says, and
+	// Wait tells.
+	//
+	// Commits are applied in the order of the CommitRun calls that made
+	// them (one that returned before another began is applied first). So a
+	// caller may commit a run's next change, expecting the version c
+	// creates, before c is durable: if c fails, that one fails with
+	// ErrConflict. Until Wait returns, reads of the run may show it before
+	// or after c; once Wait has returned nil, they show c or a later change.
+	CommitRun(ctx context.Context, expected int64, c Commit) Pending
 
 	// Events returns up to limit events of the run with Seq > after, in
 	// Seq order (limit <= 0: all). ErrNotFound for an unknown run.
@@ -169,7 +271,15 @@ type Store interface {
 	// CountRuns returns how many runs are stored, by workflow-independent
 	// stored status override ("" for runs whose status is derived).
 	CountRuns(ctx context.Context) (map[string]int64, error)
+}
 
+// TaskStore keeps background tasks and hands them to workers under
+// leases. Tasks enter and leave through the RunStore over the same data: a
+// commit's Enqueue creates one and its Complete marks one done, in the
+// commit's transaction, and DeleteRun removes a run's tasks. All methods are
+// safe for concurrent use, by many processes for shared backends, and
+// durable when they return nil.
+type TaskStore interface {
 	// ClaimTask hands one claimable task to owner: a pending task, or a
 	// running one whose lease ended before now, oldest first, whose run
 	// belongs to one of workflows (nil: any workflow), so that a process
@@ -189,12 +299,19 @@ type Store interface {
 	ReleaseTask(ctx context.Context, id, owner string) error
 
 	// FinishTask marks a task done without changing its run (for a task
-	// whose run moved on while it ran). Finishing a done task is a no-op.
+	// whose run moved on while it ran). Finishing a done task is a no-op;
+	// ErrNotFound for an unknown task.
 	FinishTask(ctx context.Context, id string) error
 
 	// PendingTasks counts tasks that are not done (queue depth).
 	PendingTasks(ctx context.Context) (int64, error)
+}
 
+// LedgerStore keeps the OIP dispatch ledger: immutable records, appended
+// with seqs 1, 2, 3, … that are gap-free and unique even across processes.
+// It never deletes or changes a record. All methods are safe for concurrent
+// use, and AppendLedger is durable when it returns.
+type LedgerStore interface {
 	// AppendLedger appends one record. build is called, inside the store's
 	// transaction, with the next seq and the key's latest record; it returns
 	// the complete record (with that Seq and Key) or an error that aborts
@@ -221,22 +338,33 @@ type Store interface {
 
 	// ReplayedBy returns the inv_IDs of records whose ReplayOf is invID, in Seq order.
 	ReplayedBy(ctx context.Context, invID string) ([]string, error)
+}
 
-	// Close releases the store's resources.
+// Store is the persistence of asmp: every part over one database, and
+// Close. A backend is a Store when it keeps the contract of each part.
+type Store interface {
+	RunStore
+	TaskStore
+	LedgerStore
+
+	// Close releases the store's resources. Commits handed over before
+	// Close are applied (or fail) before it returns.
 	Close() error
 }
 
-// Notifier is implemented by stores shared between processes (Postgres): it
-// reports commits made by any process, so that streams on one replica see
-// changes made on another. Backends used by a single process need not
-// implement it; the engine publishes its own commits in-process.
+// Notifier is an optional capability (see the package doc) of stores shared
+// between processes (Postgres): it reports commits made by any process, so
+// that streams on one replica see changes made on another. Stores used by a
+// single process need not implement it; the engine publishes its own
+// commits in-process.
 type Notifier interface {
 	// Listen calls fn with (runID, version) for every run commit, from any
 	// process, until ctx ends. It returns when ctx ends or the listener fails.
 	Listen(ctx context.Context, fn func(runID string, version int64)) error
 }
 
-// Pinger is implemented by stores whose backend can become unreachable.
+// Pinger is an optional capability (see the package doc) of stores that can
+// check that their database answers; the server's readiness check uses it.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }

@@ -139,7 +139,7 @@ func New() *Store {
 	}
 }
 
-// CreateRun implements store.Store.
+// CreateRun implements store.RunStore.
 func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := check(c); err != nil {
 		return err
@@ -193,7 +193,7 @@ func (s *Store) dequeue(id string) {
 	}
 }
 
-// GetRun implements store.Store.
+// GetRun implements store.RunStore.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -204,8 +204,13 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return e.current(id), nil
 }
 
-// CommitRun implements store.Store.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+// CommitRun implements store.RunStore. The commit is applied before
+// CommitRun returns: the Pending is settled.
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
+	return store.Settled(s.commitRun(expected, c))
+}
+
+func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if err := check(c); err != nil {
 		return err
 	}
@@ -229,7 +234,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 	return nil
 }
 
-// Events implements store.Store.
+// Events implements store.RunStore.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -260,7 +265,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// StaleRuns implements store.Store.
+// StaleRuns implements store.RunStore.
 func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
 	s.mu.RLock()
 	var out []store.Run
@@ -289,7 +294,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
-// DeleteRun implements store.Store.
+// DeleteRun implements store.RunStore.
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -310,7 +315,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return nil
 }
 
-// CountRuns implements store.Store.
+// CountRuns implements store.RunStore.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -321,7 +326,7 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// ClaimTask implements store.Store.
+// ClaimTask implements store.TaskStore.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -345,7 +350,7 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 	return store.Task{}, false, nil
 }
 
-// ExtendTask implements store.Store.
+// ExtendTask implements store.TaskStore.
 func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -360,7 +365,7 @@ func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Tim
 	return nil
 }
 
-// ReleaseTask implements store.Store.
+// ReleaseTask implements store.TaskStore.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -377,7 +382,7 @@ func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 	return nil
 }
 
-// FinishTask implements store.Store.
+// FinishTask implements store.TaskStore.
 func (s *Store) FinishTask(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -393,14 +398,14 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// PendingTasks implements store.Store.
+// PendingTasks implements store.TaskStore.
 func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return int64(len(s.queue)), nil
 }
 
-// AppendLedger implements store.Store.
+// AppendLedger implements store.LedgerStore.
 func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
@@ -432,7 +437,7 @@ func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.L
 	return rec, nil
 }
 
-// LedgerRecord implements store.Store.
+// LedgerRecord implements store.LedgerStore.
 func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -443,7 +448,7 @@ func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRec
 	return s.ledger[seq-1], nil
 }
 
-// LedgerHistory implements store.Store.
+// LedgerHistory implements store.LedgerStore.
 func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -458,7 +463,7 @@ func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRe
 	return out, nil
 }
 
-// LedgerRange implements store.Store.
+// LedgerRange implements store.LedgerStore.
 func (s *Store) LedgerRange(ctx context.Context, from, to int64) ([]store.LedgerRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -474,14 +479,14 @@ func (s *Store) LedgerRange(ctx context.Context, from, to int64) ([]store.Ledger
 	return append([]store.LedgerRecord(nil), s.ledger[from-1:to-1]...), nil
 }
 
-// LedgerSize implements store.Store.
+// LedgerSize implements store.LedgerStore.
 func (s *Store) LedgerSize(ctx context.Context) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return int64(len(s.ledger)), nil
 }
 
-// LedgerLatest implements store.Store.
+// LedgerLatest implements store.LedgerStore.
 func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) ([]store.LedgerRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -503,7 +508,7 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 	return out, nil
 }
 
-// ReplayedBy implements store.Store.
+// ReplayedBy implements store.LedgerStore.
 func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -26,7 +26,7 @@ func scanRecord(row pgx.Row) (store.LedgerRecord, error) {
 	return r, nil
 }
 
-// AppendLedger implements store.Store. The transaction first takes an
+// AppendLedger implements store.LedgerStore. The transaction first takes an
 // advisory lock private to this schema's ledger (pg_advisory_xact_lock,
 // released by COMMIT or ROLLBACK), so appends from every process are
 // serialised: the next seq read after the lock is the previous holder's
@@ -94,7 +94,7 @@ func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.L
 	return out, nil
 }
 
-// LedgerRecord implements store.Store.
+// LedgerRecord implements store.LedgerStore.
 func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRecord, error) {
 	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE inv_id = $1`, invID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -126,7 +126,7 @@ func (s *Store) records(ctx context.Context, query string, args ...any) ([]store
 	return out, nil
 }
 
-// LedgerHistory implements store.Store.
+// LedgerHistory implements store.LedgerStore.
 func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error) {
 	out, err := s.records(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE key = $1 ORDER BY seq`, key)
 	if err == nil && len(out) == 0 {
@@ -135,12 +135,12 @@ func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRe
 	return out, err
 }
 
-// LedgerRange implements store.Store.
+// LedgerRange implements store.LedgerStore.
 func (s *Store) LedgerRange(ctx context.Context, from, to int64) ([]store.LedgerRecord, error) {
 	return s.records(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE seq >= $1 AND seq < $2 ORDER BY seq`, from, to)
 }
 
-// LedgerSize implements store.Store.
+// LedgerSize implements store.LedgerStore.
 func (s *Store) LedgerSize(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&n); err != nil {
@@ -149,7 +149,7 @@ func (s *Store) LedgerSize(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// LedgerLatest implements store.Store.
+// LedgerLatest implements store.LedgerStore.
 func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) ([]store.LedgerRecord, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
@@ -160,7 +160,7 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 		WHERE h.type = $1 AND h.key > $2 ORDER BY h.key LIMIT $3`, typ, after, lim)
 }
 
-// ReplayedBy implements store.Store.
+// ReplayedBy implements store.LedgerStore.
 func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
 	// replay_of <> '' lets even a generic plan use the partial index ledger_replay.
 	rows, err := s.pool.Query(ctx, `SELECT inv_id FROM ledger WHERE replay_of = $1 AND replay_of <> '' ORDER BY seq`, invID)

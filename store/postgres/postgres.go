@@ -24,7 +24,7 @@
 //
 // Transactions that fail with a serialization failure or a deadlock
 // (SQLSTATE 40001, 40P01) are retried a few times; AppendLedger may then
-// call its builder more than once, as store.Store allows.
+// call its builder more than once, as store.LedgerStore allows.
 //
 // # Durability
 //

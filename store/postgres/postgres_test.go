@@ -194,7 +194,7 @@ func TestExactBytesAndTimes(t *testing.T) {
 	}
 	// Invalid JSON is refused, not stored.
 	bad := storetest.Next(r, "x", "Y", `{"unterminated":`)
-	if err := s.CommitRun(ctx, 1, bad); err == nil || errors.Is(err, store.ErrConflict) {
+	if err := s.CommitRun(ctx, 1, bad).Wait(); err == nil || errors.Is(err, store.ErrConflict) {
 		t.Fatalf("invalid JSON commit = %v, want a database error", err)
 	}
 	if r2, _ := s.GetRun(ctx, "bytes"); r2.Version != 1 {
@@ -255,7 +255,7 @@ func TestReplicasConcurrentCAS(t *testing.T) {
 					errs <- err
 					return
 				}
-				err = s.CommitRun(ctx, r.Version, storetest.Next(r, fmt.Sprintf("w%d", i), "LOOP", `{}`))
+				err = s.CommitRun(ctx, r.Version, storetest.Next(r, fmt.Sprintf("w%d", i), "LOOP", `{}`)).Wait()
 				if errors.Is(err, store.ErrConflict) {
 					conflicts.Add(1)
 					continue
@@ -366,11 +366,11 @@ func TestReplicasClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if claimed := storetest.ClaimAll(t, []store.Store{a, b, a, b, a, b}, t0); len(claimed) != n {
+	if claimed := storetest.ClaimAll(t, []store.TaskStore{a, b, a, b, a, b}, t0); len(claimed) != n {
 		t.Fatalf("claimed %d tasks, want %d", len(claimed), n)
 	}
 	// Expired leases are reclaimed exactly once too.
-	reclaimed := storetest.ClaimAll(t, []store.Store{a, b, a, b}, t0.Add(2*time.Hour))
+	reclaimed := storetest.ClaimAll(t, []store.TaskStore{a, b, a, b}, t0.Add(2*time.Hour))
 	if len(reclaimed) != n {
 		t.Fatalf("reclaimed %d tasks, want %d", len(reclaimed), n)
 	}
@@ -476,13 +476,13 @@ func TestListenAcrossReplicas(t *testing.T) {
 	expect(t, ch, c.Run.ID, 1, time.Second)
 	// A lost compare-and-set notifies nothing; each commit notifies once, in order.
 	next := storetest.Next(c.Run, "go", "B", `{}`)
-	if err := a.CommitRun(ctx, 1, next); err != nil {
+	if err := a.CommitRun(ctx, 1, next).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CommitRun(ctx, 1, storetest.Next(c.Run, "late", "C", `{}`)); !errors.Is(err, store.ErrConflict) {
+	if err := a.CommitRun(ctx, 1, storetest.Next(c.Run, "late", "C", `{}`)).Wait(); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale commit = %v", err)
 	}
-	if err := b.CommitRun(ctx, 2, storetest.Next(next.Run, "again", "D", `{}`)); err != nil {
+	if err := b.CommitRun(ctx, 2, storetest.Next(next.Run, "again", "D", `{}`)).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, ch, c.Run.ID, 2, time.Second)
@@ -614,7 +614,7 @@ func TestUnstorableText(t *testing.T) {
 	next := storetest.Next(c.Run, "fail", "FAILED", `{}`)
 	next.Run.Status, next.Run.Error = "failed", "boom\x00 \xff!"
 	next.Event.Snapshot = next.Run.Snapshot
-	if err := s.CommitRun(t.Context(), 1, next); err != nil {
+	if err := s.CommitRun(t.Context(), 1, next).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := s.GetRun(t.Context(), "nul")

@@ -104,7 +104,7 @@ func runBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
 	return br.Close()
 }
 
-// CreateRun implements store.Store.
+// CreateRun implements store.RunStore.
 func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := checkCommit(c); err != nil {
 		return err
@@ -130,7 +130,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	return nil
 }
 
-// GetRun implements store.Store.
+// GetRun implements store.RunStore.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -158,8 +158,13 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	return r, nil
 }
 
-// CommitRun implements store.Store.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
+// CommitRun implements store.RunStore. The transaction is committed (or
+// has failed) before CommitRun returns: the Pending is settled.
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
+	return store.Settled(s.commitRun(ctx, expected, c))
+}
+
+func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) error {
 	if err := checkCommit(c); err != nil {
 		return err
 	}
@@ -192,7 +197,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) e
 	return nil
 }
 
-// Events implements store.Store.
+// Events implements store.RunStore.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
@@ -232,7 +237,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// StaleRuns implements store.Store.
+// StaleRuns implements store.RunStore.
 func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
 	var lim *int
 	if limit > 0 {
@@ -255,7 +260,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
-// DeleteRun implements store.Store. The run's events and tasks go with it
+// DeleteRun implements store.RunStore. The run's events and tasks go with it
 // (ON DELETE CASCADE).
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	var deleted bool
@@ -273,7 +278,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return fmt.Errorf("postgres: run %s at version %d, expected %d: %w", id, *v, version, store.ErrConflict)
 }
 
-// CountRuns implements store.Store.
+// CountRuns implements store.RunStore.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
 	if err != nil {
@@ -291,7 +296,7 @@ func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// ClaimTask implements store.Store. One statement picks the oldest
+// ClaimTask implements store.TaskStore. One statement picks the oldest
 // claimable task with FOR UPDATE SKIP LOCKED and marks it running, so
 // concurrent claimers (in any process) skip each other's rows; a row whose
 // claim committed meanwhile is re-checked against the WHERE clause and
@@ -347,17 +352,17 @@ func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args .
 	return fmt.Errorf("postgres: task %s is not held by %s: %w", id, owner, store.ErrConflict)
 }
 
-// ExtendTask implements store.Store.
+// ExtendTask implements store.TaskStore.
 func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
 	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND owner = $3 AND status = 'running'`, until, id, owner)
 }
 
-// ReleaseTask implements store.Store.
+// ReleaseTask implements store.TaskStore.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = NULL WHERE id = $1 AND owner = $2 AND status = 'running'`, id, owner)
 }
 
-// FinishTask implements store.Store.
+// FinishTask implements store.TaskStore.
 func (s *Store) FinishTask(ctx context.Context, id string) error {
 	// One statement: the CTE's UPDATE runs whether or not it is read, and
 	// the SELECT sees the row as it was before it.
@@ -376,7 +381,7 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// PendingTasks implements store.Store.
+// PendingTasks implements store.TaskStore.
 func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status <> 'done'`).Scan(&n); err != nil {

@@ -26,7 +26,7 @@ func scanRecord(sc scanner) (store.LedgerRecord, error) {
 	return r, nil
 }
 
-// AppendLedger implements store.Store.
+// AppendLedger implements store.LedgerStore.
 func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
 	var out store.LedgerRecord
 	err := s.write(ctx, func(tx wtx) error {
@@ -66,7 +66,7 @@ func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.L
 	return out, nil
 }
 
-// LedgerRecord implements store.Store.
+// LedgerRecord implements store.LedgerStore.
 func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRecord, error) {
 	r, err := scanRecord(s.queryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE inv_id = ?`, invID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -95,7 +95,7 @@ func (s *Store) records(ctx context.Context, query string, args ...any) ([]store
 	return out, rows.Err()
 }
 
-// LedgerHistory implements store.Store.
+// LedgerHistory implements store.LedgerStore.
 func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error) {
 	out, err := s.records(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE key = ? ORDER BY seq`, key)
 	if err == nil && len(out) == 0 {
@@ -104,19 +104,19 @@ func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRe
 	return out, err
 }
 
-// LedgerRange implements store.Store.
+// LedgerRange implements store.LedgerStore.
 func (s *Store) LedgerRange(ctx context.Context, from, to int64) ([]store.LedgerRecord, error) {
 	return s.records(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE seq >= ? AND seq < ? ORDER BY seq`, from, to)
 }
 
-// LedgerSize implements store.Store.
+// LedgerSize implements store.LedgerStore.
 func (s *Store) LedgerSize(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&n)
 	return n, err
 }
 
-// LedgerLatest implements store.Store.
+// LedgerLatest implements store.LedgerStore.
 func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) ([]store.LedgerRecord, error) {
 	if limit <= 0 {
 		limit = -1
@@ -131,7 +131,7 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 // for a parameter and scans the whole ledger on every call.
 const replayedByQuery = `SELECT inv_id FROM ledger WHERE replay_of = ? AND replay_of != '' ORDER BY seq`
 
-// ReplayedBy implements store.Store.
+// ReplayedBy implements store.LedgerStore.
 func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
 	rows, err := s.query(ctx, replayedByQuery, invID)
 	if err != nil {

@@ -59,7 +59,7 @@ func checkCommit(c store.Commit) error {
 	return nil
 }
 
-// CreateRun implements store.Store.
+// CreateRun implements store.RunStore.
 func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := checkCommit(c); err != nil {
 		return err
@@ -79,7 +79,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
 		}
 		return s.applyRest(tx, c)
-	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })()
+	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
 }
 
 // applyRest writes the commit's event and task changes.
@@ -124,7 +124,7 @@ func scanRun(sc scanner) (store.Run, error) {
 	return r, nil
 }
 
-// GetRun implements store.Store.
+// GetRun implements store.RunStore.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, ok, gen := s.runs.get(id)
 	if ok {
@@ -141,7 +141,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return r, nil
 }
 
-// StaleRuns implements store.Store.
+// StaleRuns implements store.RunStore.
 func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
 	if limit <= 0 {
 		limit = -1
@@ -171,7 +171,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
-// DeleteRun implements store.Store.
+// DeleteRun implements store.RunStore.
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return s.queue(ctx, func(tx wtx) error {
 		res, err := tx.Exec(`DELETE FROM runs WHERE id = ? AND version = ?`, id, version)
@@ -193,27 +193,21 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 			return fmt.Errorf("sqlite: delete run %s's tasks: %w", id, err)
 		}
 		return nil
-	}, func() { s.runs.committed(id, store.Run{}, true) })()
+	}, func() { s.runs.committed(id, store.Run{}, true) }).Wait()
 }
 
-// CommitRun implements store.Store.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) error {
-	return s.CommitRunAsync(ctx, expected, c)()
-}
-
-// CommitRunAsync is CommitRun in two halves: it queues the commit for the
-// writer and returns; wait returns CommitRun's result once the group
-// holding the commit is durable. Commits queued one after the other are
+// CommitRun implements store.RunStore. It queues the commit for the writer
+// and returns; the Pending settles once the group holding the commit is
+// durable (one fsync for the group). Commits queued one after the other are
 // applied in that order, so a caller may queue a run's next commit
 // (expecting the version this one creates) before this one is durable: if
 // this one fails, the next fails with store.ErrConflict.
-func (s *Store) CommitRunAsync(ctx context.Context, expected int64, c store.Commit) (wait func() error) {
+func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
 	if err := checkCommit(c); err != nil {
-		return func() error { return err }
+		return store.Settled(err)
 	}
 	if c.Run.Version != expected+1 {
-		err := fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
-		return func() error { return err }
+		return store.Settled(fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1))
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
@@ -235,7 +229,7 @@ func (s *Store) CommitRunAsync(ctx context.Context, expected int64, c store.Comm
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
 
-// Events implements store.Store.
+// Events implements store.RunStore.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	if limit <= 0 {
 		limit = -1
@@ -277,7 +271,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// CountRuns implements store.Store.
+// CountRuns implements store.RunStore.
 func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
 	if err != nil {
@@ -305,7 +299,7 @@ const claimQuery = `SELECT id, run_id, state, version, attempts, created_at, upd
 	  AND (? = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = tasks.run_id AND runs.workflow_id IN (SELECT value FROM json_each(?))))
 	ORDER BY created_at, id LIMIT 1`
 
-// ClaimTask implements store.Store.
+// ClaimTask implements store.TaskStore.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
 	var found bool
@@ -357,17 +351,17 @@ func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args .
 	})
 }
 
-// ExtendTask implements store.Store.
+// ExtendTask implements store.TaskStore.
 func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
 	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = ? WHERE id = ? AND owner = ? AND status = 'running'`, nanos(until), id, owner)
 }
 
-// ReleaseTask implements store.Store.
+// ReleaseTask implements store.TaskStore.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = 0 WHERE id = ? AND owner = ? AND status = 'running'`, id, owner)
 }
 
-// FinishTask implements store.Store.
+// FinishTask implements store.TaskStore.
 func (s *Store) FinishTask(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx wtx) error {
 		var one int
@@ -379,7 +373,7 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 	})
 }
 
-// PendingTasks implements store.Store.
+// PendingTasks implements store.TaskStore.
 func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.queryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status != 'done'`).Scan(&n)

@@ -57,7 +57,10 @@ type Store struct {
 	lock   *os.File // held open: the exclusive lock on the database
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
+)
 
 type writeReq struct {
 	fn func(tx wtx) error
@@ -192,29 +195,28 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // write runs fn in the writer's transaction (inside its own savepoint) and
 // returns once the transaction holding it is durable, or fn's error.
 func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
-	return s.queue(ctx, fn, nil)()
+	return s.queue(ctx, fn, nil).Wait()
 }
 
-// queue puts fn in the writer's queue and returns at once; wait returns
-// write's result. Functions queued one after the other run in that order.
-// after, when not nil, runs once fn's changes are committed.
-func (s *Store) queue(ctx context.Context, fn func(tx wtx) error, after func()) (wait func() error) {
+// queue puts fn in the writer's queue and returns at once; the Pending
+// settles with write's result. Functions queued one after the other run in
+// that order. after, when not nil, runs once fn's changes are committed.
+func (s *Store) queue(ctx context.Context, fn func(tx wtx) error, after func()) store.Pending {
 	req := &writeReq{fn: fn, after: after, err: make(chan error, 1)}
 	select {
 	case <-s.done:
-		return func() error { return ErrClosed }
+		return store.Settled(ErrClosed)
 	default:
 	}
 	select {
 	case s.writes <- req:
 	case <-ctx.Done():
-		err := ctx.Err()
-		return func() error { return err }
+		return store.Settled(ctx.Err())
 	case <-s.done:
-		return func() error { return ErrClosed }
+		return store.Settled(ErrClosed)
 	}
 	// Once queued, the write may commit: wait for the verdict whatever ctx says.
-	return func() error { return <-req.err }
+	return store.Later(req.err)
 }
 
 func (s *Store) writer() {

@@ -31,7 +31,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err := s.CreateRun(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CommitRun(t.Context(), 1, storetest.Next(c.Run, "go", "NEXT", `{"v":"x"}`)); err != nil {
+	if err := s.CommitRun(t.Context(), 1, storetest.Next(c.Run, "go", "NEXT", `{"v":"x"}`)).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -55,7 +55,7 @@ func BenchmarkCommitRun(b *testing.B, openBench func(*testing.B) store.Store) {
 		b.ReportAllocs()
 		for b.Loop() {
 			c := tick(r)
-			if err := s.CommitRun(ctx, r.Version, c); err != nil {
+			if err := s.CommitRun(ctx, r.Version, c).Wait(); err != nil {
 				b.Fatal(err)
 			}
 			r = c.Run
@@ -71,7 +71,7 @@ func BenchmarkCommitRun(b *testing.B, openBench func(*testing.B) store.Store) {
 			r := benchCreate(b, s, fmt.Sprint("p", n.Add(1)))
 			for pb.Next() {
 				c := tick(r)
-				if err := s.CommitRun(ctx, r.Version, c); err != nil {
+				if err := s.CommitRun(ctx, r.Version, c).Wait(); err != nil {
 					b.Error(err)
 					return
 				}
@@ -94,7 +94,7 @@ func BenchmarkCommitRun(b *testing.B, openBench func(*testing.B) store.Store) {
 						b.Error(err)
 						return
 					}
-					err = s.CommitRun(ctx, r.Version, tick(r))
+					err = s.CommitRun(ctx, r.Version, tick(r)).Wait()
 					if errors.Is(err, store.ErrConflict) {
 						conflicts.Add(1)
 						continue

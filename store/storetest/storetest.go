@@ -1,12 +1,17 @@
-// Package storetest is the conformance suite every store.Store backend runs:
+// Package storetest is the conformance suite of package store: one suite
+// per part of the contract, and Run for a backend that implements all of
+// store.Store:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 //	}
 //
-// It checks the contracts written on the store.Store interface: atomic
-// compare-and-set commits, gap-free per-run event logs, task claiming with
-// leases, and the append-only ledger with gap-free sequence numbers.
+// RunStore checks atomic compare-and-set commits (also queued ones, applied
+// in order) and gap-free per-run event logs; TaskStore checks task claiming
+// with leases and tasks entering and leaving with their run's commits;
+// LedgerStore checks the append-only ledger with gap-free sequence numbers.
+// Each suite gets a new, empty store per test and closes it afterwards when
+// it has a Close method.
 package storetest
 
 import (
@@ -14,8 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,37 +32,52 @@ import (
 // Factory returns a new, empty store for one test. The suite closes it.
 type Factory func(t *testing.T) store.Store
 
-// Run runs the whole suite against stores made by newStore.
+// Run runs every part's suite (RunStore, TaskStore, LedgerStore) against
+// stores made by newStore.
 func Run(t *testing.T, newStore Factory) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, store.Store)
-	}{
+	t.Run("RunStore", func(t *testing.T) {
+		RunStore(t, func(t *testing.T) store.RunStore { return newStore(t) })
+	})
+	t.Run("TaskStore", func(t *testing.T) {
+		TaskStore(t, func(t *testing.T) RunsAndTasks { return newStore(t) })
+	})
+	t.Run("LedgerStore", func(t *testing.T) {
+		LedgerStore(t, func(t *testing.T) store.LedgerStore { return newStore(t) })
+	})
+}
+
+// RunStore runs the suite of store.RunStore against stores made by newStore.
+func RunStore(t *testing.T, newStore func(t *testing.T) store.RunStore) {
+	suite(t, newStore, []test[store.RunStore]{
 		{"CreateAndGet", testCreateAndGet},
 		{"CreateDuplicate", testCreateDuplicate},
 		{"GetMissing", testGetMissing},
 		{"CommitCAS", testCommitCAS},
 		{"CommitMissing", testCommitMissing},
 		{"ConcurrentCAS", testConcurrentCAS},
+		{"QueuedCommitsInOrder", testQueuedCommitsInOrder},
 		{"ReadsSeeAcknowledgedCommits", testReadsSeeAcknowledgedCommits},
 		{"EventsPaging", testEventsPaging},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"CountRuns", testCountRuns},
 		{"StaleRunsAndDelete", testStaleRunsAndDelete},
-		{"TaskLifecycle", testTaskLifecycle},
-		{"TaskLeaseExpiry", testTaskLeaseExpiry},
-		{"TaskConcurrentClaim", testTaskConcurrentClaim},
-		{"TaskReleaseAndFinish", testTaskReleaseAndFinish},
-		{"TaskClaimByWorkflow", testTaskClaimByWorkflow},
-		{"LedgerAppend", testLedgerAppend},
-		{"LedgerBuildError", testLedgerBuildError},
-		{"LedgerConcurrentSeq", testLedgerConcurrentSeq},
-		{"LedgerLatestAndReplay", testLedgerLatestAndReplay},
-	}
+	})
+}
+
+// test is one test of a suite over stores of type S.
+type test[S any] struct {
+	name string
+	fn   func(*testing.T, S)
+}
+
+// suite runs each test on a new store, closed when the test ends.
+func suite[S any](t *testing.T, newStore func(t *testing.T) S, tests []test[S]) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
-			t.Cleanup(func() { _ = s.Close() })
+			if c, ok := any(s).(io.Closer); ok {
+				t.Cleanup(func() { _ = c.Close() })
+			}
 			tc.fn(t, s)
 		})
 	}
@@ -90,7 +110,7 @@ func Next(r store.Run, action, state, data string) store.Commit {
 
 func ctx() context.Context { return context.Background() }
 
-func mustCreate(t *testing.T, s store.Store, id string) store.Run {
+func mustCreate(t *testing.T, s store.RunStore, id string) store.Run {
 	t.Helper()
 	c := NewRun(id)
 	if err := s.CreateRun(ctx(), c); err != nil {
@@ -99,7 +119,7 @@ func mustCreate(t *testing.T, s store.Store, id string) store.Run {
 	return c.Run
 }
 
-func testCreateAndGet(t *testing.T, s store.Store) {
+func testCreateAndGet(t *testing.T, s store.RunStore) {
 	want := mustCreate(t, s, "run-1")
 	got, err := s.GetRun(ctx(), "run-1")
 	if err != nil {
@@ -117,7 +137,7 @@ func testCreateAndGet(t *testing.T, s store.Store) {
 	}
 }
 
-func testCreateDuplicate(t *testing.T, s store.Store) {
+func testCreateDuplicate(t *testing.T, s store.RunStore) {
 	mustCreate(t, s, "dup")
 	err := s.CreateRun(ctx(), NewRun("dup"))
 	if !errors.Is(err, store.ErrExists) {
@@ -125,7 +145,7 @@ func testCreateDuplicate(t *testing.T, s store.Store) {
 	}
 }
 
-func testGetMissing(t *testing.T, s store.Store) {
+func testGetMissing(t *testing.T, s store.RunStore) {
 	if _, err := s.GetRun(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetRun(missing) = %v, want ErrNotFound", err)
 	}
@@ -134,15 +154,15 @@ func testGetMissing(t *testing.T, s store.Store) {
 	}
 }
 
-func testCommitCAS(t *testing.T, s store.Store) {
+func testCommitCAS(t *testing.T, s store.RunStore) {
 	r := mustCreate(t, s, "cas")
 	c := Next(r, "go", "MIDDLE", `{"a":1}`)
-	if err := s.CommitRun(ctx(), 1, c); err != nil {
+	if err := s.CommitRun(ctx(), 1, c).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	// A second writer that also read version 1 must lose, and write nothing.
 	stale := Next(r, "other", "ELSEWHERE", `{"b":2}`)
-	if err := s.CommitRun(ctx(), 1, stale); !errors.Is(err, store.ErrConflict) {
+	if err := s.CommitRun(ctx(), 1, stale).Wait(); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale CommitRun = %v, want ErrConflict", err)
 	}
 	got, _ := s.GetRun(ctx(), "cas")
@@ -155,16 +175,16 @@ func testCommitCAS(t *testing.T, s store.Store) {
 	}
 }
 
-func testCommitMissing(t *testing.T, s store.Store) {
+func testCommitMissing(t *testing.T, s store.RunStore) {
 	r := NewRun("ghost").Run
-	if err := s.CommitRun(ctx(), 1, Next(r, "go", "X", `{}`)); !errors.Is(err, store.ErrNotFound) {
+	if err := s.CommitRun(ctx(), 1, Next(r, "go", "X", `{}`)).Wait(); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CommitRun(missing) = %v, want ErrNotFound", err)
 	}
 }
 
 // testConcurrentCAS: many writers race read-modify-write loops; every
 // increment lands exactly once and the event log has no gap.
-func testConcurrentCAS(t *testing.T, s store.Store) {
+func testConcurrentCAS(t *testing.T, s store.RunStore) {
 	mustCreate(t, s, "race")
 	const writers, each = 8, 10
 	var wg sync.WaitGroup
@@ -179,7 +199,7 @@ func testConcurrentCAS(t *testing.T, s store.Store) {
 					errs <- err
 					return
 				}
-				err = s.CommitRun(ctx(), r.Version, Next(r, fmt.Sprintf("w%d", w), "LOOP", `{}`))
+				err = s.CommitRun(ctx(), r.Version, Next(r, fmt.Sprintf("w%d", w), "LOOP", `{}`)).Wait()
 				if errors.Is(err, store.ErrConflict) {
 					continue
 				}
@@ -212,7 +232,7 @@ func testConcurrentCAS(t *testing.T, s store.Store) {
 // acknowledged sees that commit (or a later one), while commits and reads
 // of the run go on concurrently. A store that caches runs must never
 // serve a value older than an acknowledged write.
-func testReadsSeeAcknowledgedCommits(t *testing.T, s store.Store) {
+func testReadsSeeAcknowledgedCommits(t *testing.T, s store.RunStore) {
 	const commits = 150
 	r := mustCreate(t, s, "hot")
 	var acked atomic.Int64
@@ -245,7 +265,7 @@ func testReadsSeeAcknowledgedCommits(t *testing.T, s store.Store) {
 	}
 	for range commits {
 		c := Next(r, "tick", "START", `{}`)
-		if err := s.CommitRun(ctx(), r.Version, c); err != nil {
+		if err := s.CommitRun(ctx(), r.Version, c).Wait(); err != nil {
 			t.Fatal(err)
 		}
 		r = c.Run
@@ -262,11 +282,11 @@ func testReadsSeeAcknowledgedCommits(t *testing.T, s store.Store) {
 	}
 }
 
-func testEventsPaging(t *testing.T, s store.Store) {
+func testEventsPaging(t *testing.T, s store.RunStore) {
 	r := mustCreate(t, s, "page")
 	for i := 0; i < 5; i++ {
 		c := Next(r, fmt.Sprintf("a%d", i), "S", `{}`)
-		if err := s.CommitRun(ctx(), r.Version, c); err != nil {
+		if err := s.CommitRun(ctx(), r.Version, c).Wait(); err != nil {
 			t.Fatal(err)
 		}
 		r = c.Run
@@ -285,12 +305,12 @@ func testEventsPaging(t *testing.T, s store.Store) {
 	}
 }
 
-func testSnapshotRoundTrip(t *testing.T, s store.Store) {
+func testSnapshotRoundTrip(t *testing.T, s store.RunStore) {
 	r := mustCreate(t, s, "snap")
 	c := Next(r, "act", "FAILED_STATE", `{"x":"ü \" \n","n":12345678901234}`)
 	c.Run.Status, c.Run.Error = "failed", "boom: it broke"
 	c.Event.Snapshot = c.Run.Snapshot
-	if err := s.CommitRun(ctx(), 1, c); err != nil {
+	if err := s.CommitRun(ctx(), 1, c).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.GetRun(ctx(), "snap")
@@ -310,13 +330,13 @@ func testSnapshotRoundTrip(t *testing.T, s store.Store) {
 	}
 }
 
-func testCountRuns(t *testing.T, s store.Store) {
+func testCountRuns(t *testing.T, s store.RunStore) {
 	mustCreate(t, s, "c1")
 	r := mustCreate(t, s, "c2")
 	c := Next(r, "x", "Y", `{}`)
 	c.Run.Status = "failed"
 	c.Event.Snapshot = c.Run.Snapshot
-	if err := s.CommitRun(ctx(), 1, c); err != nil {
+	if err := s.CommitRun(ctx(), 1, c).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.CountRuns(ctx())
@@ -326,9 +346,9 @@ func testCountRuns(t *testing.T, s store.Store) {
 }
 
 // testStaleRunsAndDelete: StaleRuns pages through the runs last changed
-// before a time, oldest first; DeleteRun removes a run with its events and
-// tasks only at the version the caller saw.
-func testStaleRunsAndDelete(t *testing.T, s store.Store) {
+// before a time, oldest first; DeleteRun removes a run with its events
+// only at the version the caller saw (its tasks: see testTasksDeletedWithRun).
+func testStaleRunsAndDelete(t *testing.T, s store.RunStore) {
 	// r0 and r1 stay at t0; r2 and r3 move on to t0+1s and t0+2s; r4 has a task.
 	for _, id := range []string{"r0", "r1", "r2", "r3", "r4"} {
 		mustCreate(t, s, id)
@@ -336,7 +356,7 @@ func testStaleRunsAndDelete(t *testing.T, s store.Store) {
 	for i, id := range []string{"r2", "r3"} {
 		r, _ := s.GetRun(ctx(), id)
 		for range i + 1 {
-			if err := s.CommitRun(ctx(), r.Version, Next(r, "go", "NEXT", `{}`)); err != nil {
+			if err := s.CommitRun(ctx(), r.Version, Next(r, "go", "NEXT", `{}`)).Wait(); err != nil {
 				t.Fatal(err)
 			}
 			r, _ = s.GetRun(ctx(), id)
@@ -346,7 +366,7 @@ func testStaleRunsAndDelete(t *testing.T, s store.Store) {
 	c := Next(r4, "go", "WAIT", `{}`)
 	c.Event.Time, c.Run.UpdatedAt = t0, t0 // still at t0
 	c.Enqueue = task("t4", "r4", 2)
-	if err := s.CommitRun(ctx(), 1, c); err != nil {
+	if err := s.CommitRun(ctx(), 1, c).Wait(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -398,7 +418,6 @@ func testStaleRunsAndDelete(t *testing.T, s store.Store) {
 	if err := s.DeleteRun(ctx(), "nope", 1); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("delete of an unknown run: %v, want ErrNotFound", err)
 	}
-	pending, _ := s.PendingTasks(ctx())
 	if err := s.DeleteRun(ctx(), "r4", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -407,12 +426,6 @@ func testStaleRunsAndDelete(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Events(ctx(), "r4", 0, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("deleted run's events: %v, want ErrNotFound", err)
-	}
-	if n, _ := s.PendingTasks(ctx()); n != pending-1 {
-		t.Fatalf("pending tasks %d after deleting the run of one, want %d", n, pending-1)
-	}
-	if _, ok, err := s.ClaimTask(ctx(), "w", t0.Add(time.Hour), time.Minute, nil); err != nil || ok {
-		t.Fatalf("claimed a deleted run's task: %v %v", ok, err)
 	}
 	if err := s.CreateRun(ctx(), NewRun("r4")); err != nil {
 		t.Fatalf("re-creating a deleted run's id: %v", err)
@@ -426,324 +439,56 @@ func testStaleRunsAndDelete(t *testing.T, s store.Store) {
 	}
 }
 
-func task(id, runID string, version int64) *store.Task {
-	return &store.Task{ID: id, RunID: runID, State: "WORK", Version: version, Status: store.TaskPending, CreatedAt: t0, UpdatedAt: t0}
-}
-
-func testTaskLifecycle(t *testing.T, s store.Store) {
-	c := NewRun("tr")
-	c.Enqueue = task("tr.1", "tr", 1)
-	if err := s.CreateRun(ctx(), c); err != nil {
-		t.Fatal(err)
+// testQueuedCommitsInOrder: commits are applied in the order CommitRun was
+// called, even when each is handed over before the one before it is
+// durable; one expecting the version a failed commit would have created
+// loses its compare-and-set.
+func testQueuedCommitsInOrder(t *testing.T, s store.RunStore) {
+	r := mustCreate(t, s, "queued")
+	a := Next(r, "a", "A", `{}`)
+	b := Next(a.Run, "b", "B", `{}`)
+	late := Next(a.Run, "late", "LATE", `{}`) // also expects a's version
+	pa := s.CommitRun(ctx(), 1, a)
+	pb := s.CommitRun(ctx(), 2, b)
+	pl := s.CommitRun(ctx(), 2, late)
+	if err := pa.Wait(); err != nil {
+		t.Fatalf("a: %v", err)
 	}
-	if n, _ := s.PendingTasks(ctx()); n != 1 {
-		t.Fatalf("PendingTasks = %d, want 1", n)
+	if err := pb.Wait(); err != nil {
+		t.Fatalf("b, queued behind a: %v", err)
 	}
-	got, ok, err := s.ClaimTask(ctx(), "w1", t0, time.Minute, nil)
-	if err != nil || !ok || got.ID != "tr.1" || got.Owner != "w1" || got.Attempts != 1 || got.Status != store.TaskRunning || got.Version != 1 || got.State != "WORK" || got.RunID != "tr" {
-		t.Fatalf("ClaimTask = %+v, %v, %v", got, ok, err)
+	if err := pl.Wait(); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("late, queued behind b: %v, want ErrConflict", err)
 	}
-	if _, ok, _ := s.ClaimTask(ctx(), "w2", t0.Add(time.Second), time.Minute, nil); ok {
-		t.Fatal("a task under lease was claimed twice")
-	}
-	if err := s.ExtendTask(ctx(), "tr.1", "w2", t0.Add(time.Hour)); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("ExtendTask by non-owner = %v, want ErrConflict", err)
-	}
-	if err := s.ExtendTask(ctx(), "tr.1", "w1", t0.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	// The commit that leaves the state completes the task atomically and enqueues the next.
-	next := Next(c.Run, "done", "WORK2", `{}`)
-	next.Complete = "tr.1"
-	next.Enqueue = task("tr.2", "tr", 2)
-	if err := s.CommitRun(ctx(), 1, next); err != nil {
-		t.Fatal(err)
-	}
-	got, ok, _ = s.ClaimTask(ctx(), "w1", t0.Add(2*time.Hour), time.Minute, nil)
-	if !ok || got.ID != "tr.2" {
-		t.Fatalf("after completion ClaimTask = %+v, %v; want tr.2", got, ok)
-	}
-	if _, ok, _ := s.ClaimTask(ctx(), "w1", t0.Add(2*time.Hour), time.Minute, nil); ok {
-		t.Fatal("a completed task was claimable")
-	}
-	// A lost CAS must not enqueue or complete anything.
-	stale := Next(c.Run, "late", "ELSE", `{}`)
-	stale.Enqueue = task("tr.x", "tr", 2)
-	stale.Complete = "tr.2"
-	if err := s.CommitRun(ctx(), 1, stale); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("stale commit = %v", err)
-	}
-	if n, _ := s.PendingTasks(ctx()); n != 1 {
-		t.Fatalf("PendingTasks after lost CAS = %d, want 1 (tr.2 only)", n)
-	}
-}
-
-func testTaskLeaseExpiry(t *testing.T, s store.Store) {
-	c := NewRun("lease")
-	c.Enqueue = task("lease.1", "lease", 1)
-	if err := s.CreateRun(ctx(), c); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, _ := s.ClaimTask(ctx(), "dead", t0, time.Minute, nil); !ok {
-		t.Fatal("no task to claim")
-	}
-	got, ok, err := s.ClaimTask(ctx(), "alive", t0.Add(2*time.Minute), time.Minute, nil)
-	if err != nil || !ok || got.Owner != "alive" || got.Attempts != 2 {
-		t.Fatalf("reclaim after lease = %+v, %v, %v; want attempt 2 by alive", got, ok, err)
-	}
-	if err := s.ExtendTask(ctx(), "lease.1", "dead", t0.Add(time.Hour)); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("old owner ExtendTask = %v, want ErrConflict", err)
-	}
-}
-
-func testTaskConcurrentClaim(t *testing.T, s store.Store) {
-	const n = 20
-	for i := 0; i < n; i++ {
-		c := NewRun(fmt.Sprintf("cc%02d", i))
-		c.Enqueue = task(fmt.Sprintf("cc%02d.1", i), c.Run.ID, 1)
-		if err := s.CreateRun(ctx(), c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if claimed := ClaimAll(t, []store.Store{s, s, s, s, s, s}, t0); len(claimed) != n {
-		t.Fatalf("claimed %d tasks, want %d", len(claimed), n)
-	}
-}
-
-// ClaimAll runs one worker per entry of workers (a store may appear more
-// than once: several workers on one process), each claiming tasks at now
-// until none is claimable, and returns every claimed task by id. A task
-// claimed twice fails t.
-func ClaimAll(t *testing.T, workers []store.Store, now time.Time) map[string]store.Task {
-	t.Helper()
-	var mu sync.Mutex
-	claimed := map[string]store.Task{}
-	var wg sync.WaitGroup
-	for w, s := range workers {
-		wg.Go(func() {
-			owner := fmt.Sprintf("w%d", w)
-			for {
-				tk, ok, err := s.ClaimTask(ctx(), owner, now, time.Hour, nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if !ok {
-					return
-				}
-				mu.Lock()
-				if prev, dup := claimed[tk.ID]; dup {
-					t.Errorf("task %s claimed by %s and %s", tk.ID, prev.Owner, owner)
-				}
-				claimed[tk.ID] = tk
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return claimed
-}
-
-func testTaskReleaseAndFinish(t *testing.T, s store.Store) {
-	c := NewRun("rel")
-	c.Enqueue = task("rel.1", "rel", 1)
-	if err := s.CreateRun(ctx(), c); err != nil {
-		t.Fatal(err)
-	}
-	s.ClaimTask(ctx(), "w1", t0, time.Hour, nil)
-	if err := s.ReleaseTask(ctx(), "rel.1", "w2"); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("ReleaseTask by non-owner = %v", err)
-	}
-	if err := s.ReleaseTask(ctx(), "rel.1", "w1"); err != nil {
-		t.Fatal(err)
-	}
-	got, ok, _ := s.ClaimTask(ctx(), "w2", t0, time.Hour, nil)
-	if !ok || got.Owner != "w2" {
-		t.Fatalf("released task not claimable: %+v %v", got, ok)
-	}
-	if err := s.FinishTask(ctx(), "rel.1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishTask(ctx(), "rel.1"); err != nil {
-		t.Fatalf("finishing twice = %v, want no-op", err)
-	}
-	if n, _ := s.PendingTasks(ctx()); n != 0 {
-		t.Fatalf("PendingTasks = %d after finish", n)
-	}
-	if err := s.FinishTask(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("FinishTask(missing) = %v", err)
-	}
-}
-
-// testTaskClaimByWorkflow: a process claims only tasks of the workflows it
-// serves (replicas during a rolling deploy may serve different sets).
-func testTaskClaimByWorkflow(t *testing.T, s store.Store) {
-	old := NewRun("wf-old")
-	old.Run.WorkflowID = "old-v1"
-	old.Enqueue = task("wf-old.1", "wf-old", 1)
-	if err := s.CreateRun(ctx(), old); err != nil {
-		t.Fatal(err)
-	}
-	cur := NewRun("wf-new")
-	cur.Run.WorkflowID = "new-v1"
-	cur.Enqueue = task("wf-new.1", "wf-new", 1)
-	cur.Enqueue.CreatedAt = t0.Add(time.Second) // younger than wf-old.1
-	if err := s.CreateRun(ctx(), cur); err != nil {
-		t.Fatal(err)
-	}
-	got, ok, err := s.ClaimTask(ctx(), "w-new", t0, time.Hour, []string{"new-v1", "other-v1"})
-	if err != nil || !ok || got.ID != "wf-new.1" {
-		t.Fatalf("ClaimTask(new-v1) = %+v, %v, %v; want wf-new.1 (not the older task of old-v1)", got, ok, err)
-	}
-	if got, ok, _ := s.ClaimTask(ctx(), "w-new", t0, time.Hour, []string{"new-v1"}); ok {
-		t.Fatalf("claimed %s, a task of a workflow not served", got.ID)
-	}
-	if _, ok, _ := s.ClaimTask(ctx(), "w-none", t0, time.Hour, []string{}); ok {
-		t.Fatal("an empty workflow list claimed a task")
-	}
-	got, ok, _ = s.ClaimTask(ctx(), "w-any", t0, time.Hour, nil)
-	if !ok || got.ID != "wf-old.1" {
-		t.Fatalf("ClaimTask(any) = %+v, %v; want wf-old.1", got, ok)
-	}
-}
-
-// Record builds a ledger record for tests.
-func Record(p store.LedgerPrev, key, typ, invID string) store.LedgerRecord {
-	r := store.LedgerRecord{InvID: invID, Seq: p.Seq, Key: key, Type: typ, Body: json.RawMessage(`{"type":"` + typ + `"}`), Timestamp: t0, Source: "anonymous", EntryHash: fmt.Sprintf("%064x", p.Seq)}
-	if p.Latest != nil {
-		r.Supersedes = p.Latest.InvID
-	}
-	return r
-}
-
-func appendRec(t *testing.T, s store.Store, key, typ, invID string, mod func(*store.LedgerRecord)) store.LedgerRecord {
-	t.Helper()
-	r, err := s.AppendLedger(ctx(), key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
-		r := Record(p, key, typ, invID)
-		if mod != nil {
-			mod(&r)
-		}
-		return r, nil
-	})
+	evs, err := s.Events(ctx(), "queued", 0, 0)
 	if err != nil {
-		t.Fatalf("AppendLedger(%s): %v", invID, err)
+		t.Fatal(err)
 	}
-	return r
-}
+	var actions []string
+	for _, e := range evs {
+		actions = append(actions, e.Action)
+	}
+	if !slices.Equal(actions, []string{"", "a", "b"}) {
+		t.Fatalf("event actions = %q, want creation, a, b", actions)
+	}
 
-func testLedgerAppend(t *testing.T, s store.Store) {
-	a := appendRec(t, s, "row-a", "directory_row", "inv_1", nil)
-	b := appendRec(t, s, "row-a", "directory_row", "inv_2", nil)
-	if a.Seq != 1 || b.Seq != 2 || b.Supersedes != "inv_1" || a.Supersedes != "" {
-		t.Fatalf("records = %+v %+v", a, b)
+	// A commit that fails in the queue (it expects a version the run never
+	// had): the one queued behind it, expecting the version it would have
+	// created, fails too, and neither writes anything.
+	r, _ = s.GetRun(ctx(), "queued")
+	ahead := r
+	ahead.Version++ // the failing commit pretends the run is one version on
+	bad := Next(ahead, "bad", "BAD", `{}`)
+	next := Next(bad.Run, "next", "NEXT", `{}`)
+	pbad := s.CommitRun(ctx(), ahead.Version, bad)
+	pnext := s.CommitRun(ctx(), bad.Run.Version, next)
+	if err := pbad.Wait(); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("commit expecting version %d of a run at %d: %v, want ErrConflict", ahead.Version, r.Version, err)
 	}
-	got, err := s.LedgerRecord(ctx(), "inv_1")
-	if err != nil || got.Key != "row-a" || string(got.Body) != `{"type":"directory_row"}` || !got.Timestamp.Equal(t0) || got.EntryHash != a.EntryHash {
-		t.Fatalf("LedgerRecord = %+v, %v", got, err)
+	if err := pnext.Wait(); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("commit behind a failed one: %v, want ErrConflict", err)
 	}
-	h, err := s.LedgerHistory(ctx(), "row-a")
-	if err != nil || len(h) != 2 || h[0].InvID != "inv_1" || h[1].InvID != "inv_2" {
-		t.Fatalf("LedgerHistory = %+v, %v", h, err)
-	}
-	if _, err := s.LedgerHistory(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("LedgerHistory(missing) = %v", err)
-	}
-	if _, err := s.LedgerRecord(ctx(), "inv_x"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("LedgerRecord(missing) = %v", err)
-	}
-	rng, _ := s.LedgerRange(ctx(), 2, 3)
-	if len(rng) != 1 || rng[0].InvID != "inv_2" {
-		t.Fatalf("LedgerRange(2,3) = %+v", rng)
-	}
-	if n, _ := s.LedgerSize(ctx()); n != 2 {
-		t.Fatalf("LedgerSize = %d", n)
-	}
-}
-
-func testLedgerBuildError(t *testing.T, s store.Store) {
-	boom := errors.New("refused")
-	_, err := s.AppendLedger(ctx(), "k", func(store.LedgerPrev) (store.LedgerRecord, error) { return store.LedgerRecord{}, boom })
-	if !errors.Is(err, boom) {
-		t.Fatalf("AppendLedger error = %v, want the builder's", err)
-	}
-	if n, _ := s.LedgerSize(ctx()); n != 0 {
-		t.Fatalf("a refused append wrote %d records", n)
-	}
-	if r := appendRec(t, s, "k", "directory_row", "inv_ok", nil); r.Seq != 1 {
-		t.Fatalf("seq after a refused append = %d, want 1 (no gap)", r.Seq)
-	}
-}
-
-func testLedgerConcurrentSeq(t *testing.T, s store.Store) {
-	const n = 50
-	var wg sync.WaitGroup
-	seqs := make(chan int64, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			r, err := s.AppendLedger(ctx(), fmt.Sprintf("key-%d", i%7), func(p store.LedgerPrev) (store.LedgerRecord, error) {
-				return Record(p, fmt.Sprintf("key-%d", i%7), "directory_row", fmt.Sprintf("inv_c%d", i)), nil
-			})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			seqs <- r.Seq
-		}(i)
-	}
-	wg.Wait()
-	close(seqs)
-	var got []int
-	for q := range seqs {
-		got = append(got, int(q))
-	}
-	sort.Ints(got)
-	for i, q := range got {
-		if q != i+1 {
-			t.Fatalf("seqs = %v: want 1..%d with no gap or duplicate", got, n)
-		}
-	}
-	// Every key's history links each record to its predecessor.
-	for k := 0; k < 7; k++ {
-		h, _ := s.LedgerHistory(ctx(), fmt.Sprintf("key-%d", k))
-		for i := 1; i < len(h); i++ {
-			if h[i].Supersedes != h[i-1].InvID {
-				t.Fatalf("key-%d record %d supersedes %q, want %q", k, i, h[i].Supersedes, h[i-1].InvID)
-			}
-		}
-	}
-}
-
-func testLedgerLatestAndReplay(t *testing.T, s store.Store) {
-	appendRec(t, s, "b-row", "directory_row", "inv_b1", nil)
-	appendRec(t, s, "a-row", "directory_row", "inv_a1", nil)
-	appendRec(t, s, "b-row", "directory_row", "inv_b2", nil)
-	appendRec(t, s, "build-1", "invocation", "inv_i1", nil)
-	appendRec(t, s, "build-2", "invocation", "inv_i2", func(r *store.LedgerRecord) { r.ReplayOf = "inv_i1" })
-	appendRec(t, s, "build-1", "invocation_result", "inv_r1", func(r *store.LedgerRecord) { r.ResultOf = "inv_i1" })
-	rows, err := s.LedgerLatest(ctx(), "directory_row", "", 0)
-	if err != nil || len(rows) != 2 || rows[0].InvID != "inv_a1" || rows[1].InvID != "inv_b2" {
-		t.Fatalf("LedgerLatest = %+v, %v; want a-row@a1, b-row@b2", rows, err)
-	}
-	rows, _ = s.LedgerLatest(ctx(), "directory_row", "a-row", 10)
-	if len(rows) != 1 || rows[0].Key != "b-row" {
-		t.Fatalf("LedgerLatest(after a-row) = %+v", rows)
-	}
-	rows, _ = s.LedgerLatest(ctx(), "directory_row", "", 1)
-	if len(rows) != 1 || rows[0].Key != "a-row" {
-		t.Fatalf("LedgerLatest(limit 1) = %+v", rows)
-	}
-	by, err := s.ReplayedBy(ctx(), "inv_i1")
-	if err != nil || len(by) != 1 || by[0] != "inv_i2" {
-		t.Fatalf("ReplayedBy = %v, %v", by, err)
-	}
-	r, _ := s.LedgerRecord(ctx(), "inv_r1")
-	if r.ResultOf != "inv_i1" || r.Supersedes != "inv_i1" {
-		t.Fatalf("result record = %+v", r)
-	}
-	r, _ = s.LedgerRecord(ctx(), "inv_i2")
-	if r.ReplayOf != "inv_i1" {
-		t.Fatalf("replay record = %+v", r)
+	if got, _ := s.GetRun(ctx(), "queued"); got.Version != r.Version || got.State != "B" {
+		t.Fatalf("run after a failed commit = version %d state %s, want %d B", got.Version, got.State, r.Version)
 	}
 }
