@@ -77,6 +77,8 @@ type Options struct {
 	MaxRetries int
 	// Invoker runs directory rows for row-bound tools and tasks.
 	Invoker RowInvoker
+	// Observer, when set, is told of commits and prunes (see Observe).
+	Observer Observer
 }
 
 // Engine runs workflows. It is safe for concurrent use.
@@ -96,15 +98,13 @@ type Engine struct {
 	queued  bool                      // the store is a queuedCommitter
 	pending map[string]*pendingCommit // runs' queued commits
 	hub     *Hub
-	metrics *Metrics
+	obs     observers
 	// workflowIDs are the served workflows: workers claim only their tasks.
 	workflowIDs []string
 	seen        seenSeqs
 	wakeMu      sync.Mutex
 	wake        func()                     // wakes a task worker when a task is enqueued
-	frames      frameCache                 // encoded State Frames
-	clis        frameCache                 // encoded CLI objects
-	pure        map[string]map[string]bool // workflow -> state -> frames cacheable
+	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
 }
 
 func (e *Engine) setWake(f func()) {
@@ -178,7 +178,7 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	e.pending = map[string]*pendingCommit{}
 	_, e.queued = st.(queuedCommitter)
 	e.hub.onEmpty = e.seen.drop
-	e.metrics = newMetrics()
+	e.Observe(opts.Observer)
 	e.pure = pureStates(e)
 	return e, nil
 }
