@@ -3,8 +3,10 @@
 // are re-validated after every lost race, invokes stage tools, serves stage
 // resources and skills, and runs background tasks.
 //
-// The engine knows nothing of HTTP; package server exposes it over HTTP and
-// package client can drive it in-process.
+// The engine knows nothing of HTTP or of metrics: package server exposes it
+// over HTTP, encodes and caches its answers, and turns what the engine
+// reports to an Observer into metrics; package client can drive it
+// in-process.
 package engine
 
 import (
