@@ -89,7 +89,8 @@ type Server struct {
 	nbases  atomic.Int64
 }
 
-// New returns the HTTP API of e.
+// New returns the HTTP API of e. The server observes e (engine.Observe):
+// its metrics count what e commits and prunes from then on.
 func New(e *engine.Engine, opts *Options) *Server {
 	s := &Server{e: e, mux: http.NewServeMux(), done: make(chan struct{})}
 	if opts != nil {
