@@ -3,8 +3,10 @@
 // are re-validated after every lost race, invokes stage tools, serves stage
 // resources and skills, and runs background tasks.
 //
-// The engine knows nothing of HTTP; package server exposes it over HTTP and
-// package client can drive it in-process.
+// The engine knows nothing of HTTP or of metrics: package server exposes it
+// over HTTP, encodes and caches its answers, and turns what the engine
+// reports to an Observer into metrics; package client can drive it
+// in-process.
 package engine
 
 import (
@@ -77,6 +79,8 @@ type Options struct {
 	MaxRetries int
 	// Invoker runs directory rows for row-bound tools and tasks.
 	Invoker RowInvoker
+	// Observer, when set, is told of commits and prunes (see Observe).
+	Observer Observer
 }
 
 // Engine runs workflows. It is safe for concurrent use.
@@ -95,15 +99,13 @@ type Engine struct {
 	pendMu  sync.Mutex
 	pending map[string]*pendingCommit // runs' queued commits and last known values
 	hub     *Hub
-	metrics *Metrics
+	obs     observers
 	// workflowIDs are the served workflows: workers claim only their tasks.
 	workflowIDs []string
 	seen        seenSeqs
 	wakeMu      sync.Mutex
 	wake        func()                     // wakes a task worker when a task is enqueued
-	frames      frameCache                 // encoded State Frames
-	clis        frameCache                 // encoded CLI objects
-	pure        map[string]map[string]bool // workflow -> state -> frames cacheable
+	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
 }
 
 func (e *Engine) setWake(f func()) {
@@ -178,7 +180,7 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	e.hub = newHub()
 	e.pending = map[string]*pendingCommit{}
 	e.hub.onEmpty = e.seen.drop
-	e.metrics = newMetrics()
+	e.Observe(opts.Observer)
 	e.pure = pureStates(e)
 	return e, nil
 }

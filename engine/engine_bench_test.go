@@ -196,24 +196,6 @@ func BenchmarkLiveHeapPerRun(b *testing.B) {
 	}
 }
 
-// BenchmarkEventLine encodes the stream line of a committed event, as one
-// subscriber of a run does (the hub shares it among subscribers).
-func BenchmarkEventLine(b *testing.B) {
-	e, ctx := benchWizard(b)
-	r := wizardAt(b, e, ctx, "start", "save")
-	evs, err := e.Events(ctx, r.ID, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ev := evs[len(evs)-1]
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.EventLine(r.Def, engine.Message{Event: &ev}, benchBase); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkPublish delivers one event to N in-process subscribers of a run
 // and waits until every subscriber has received it.
 func BenchmarkPublish(b *testing.B) {

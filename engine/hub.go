@@ -12,18 +12,12 @@ import (
 const DefaultSubscriberBuffer = 256
 
 // Message is one item delivered to a run's subscribers: a committed event
-// or a progress report of a running task.
+// or a progress report of a running task. Every subscriber of one
+// publication receives the same Event pointer, so consumers may share
+// what they derive from it (an encoding); the event must not be modified.
 type Message struct {
 	Event    *store.Event
 	Progress *protocol.Progress
-	lines    *lineCache // encoded stream lines of Event, shared by subscribers
-}
-
-// lineCache holds the encoded stream line of one event per API base URL,
-// so that a thousand subscribers cost one encoding, not a thousand.
-type lineCache struct {
-	mu    sync.Mutex
-	lines map[string][]byte
 }
 
 // Subscription receives a run's messages as they are published. C is closed
@@ -161,11 +155,11 @@ func (e *Engine) published(workflowID string, ev store.Event) {
 }
 
 // publishEvent delivers ev to the run's subscribers (once: events already
-// published are skipped) and, for this process's own commits, counts it and
-// wakes a task worker when the run entered a task state.
+// published are skipped) and, for this process's own commits, reports it to
+// the observers and wakes a task worker when the run entered a task state.
 func (e *Engine) publishEvent(workflowID string, ev store.Event, local bool) {
 	if local {
-		e.count(workflowID, &ev)
+		e.obs.committed(workflowID, ev.Kind, ev.Action)
 		if ev.Status == protocol.StatusProcessing {
 			if wake := e.wakeFunc(); wake != nil {
 				wake()
@@ -178,7 +172,7 @@ func (e *Engine) publishEvent(workflowID string, ev store.Event, local bool) {
 	if !e.seen.advance(ev.RunID, ev.Seq) && !local {
 		return
 	}
-	m := Message{Event: new(store.Event), lines: &lineCache{}}
+	m := Message{Event: new(store.Event)}
 	*m.Event = ev // a copy on the heap only when there are subscribers
 	e.hub.Publish(ev.RunID, m)
 }

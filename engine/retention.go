@@ -44,7 +44,7 @@ func (e *Engine) Prune(ctx context.Context, before time.Time) (int, error) {
 				return n, internal("could not delete run "+sr.ID, err)
 			}
 			e.forget(sr.ID)
-			e.metrics.Pruned.Inc()
+			e.obs.pruned(sr.WorkflowID, sr.ID)
 			n++
 		}
 		if len(page) < prunePage {
@@ -60,8 +60,6 @@ func (e *Engine) forget(runID string) {
 		delete(e.pending, runID)
 	}
 	e.pendMu.Unlock()
-	e.frames.forget(runID)
-	e.clis.forget(runID)
 }
 
 // KeepRuns prunes, every interval until ctx ends, the ended runs that have

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func TestPruneDeletesOnlyOldEndedRuns(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := &clock{t: t0}
-	e, err := engine.New(memstore.New(), []*workflow.Definition{examples.ConfigWizard()}, &engine.Options{Now: clk.now})
+	obs := newRecorder()
+	e, err := engine.New(memstore.New(), []*workflow.Definition{examples.ConfigWizard()}, &engine.Options{Now: clk.now, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +53,6 @@ func TestPruneDeletesOnlyOldEndedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.EncodedFrame(ctx, oldDone, "http://x"); err != nil { // cached: must go too
-		t.Fatal(err)
-	}
 	clk.set(t0.Add(2 * time.Hour))
 	newDone := finish()
 
@@ -64,8 +63,8 @@ func TestPruneDeletesOnlyOldEndedRuns(t *testing.T) {
 	if _, err := e.GetRun(ctx, oldDone); protocol.ErrorCode(err) != protocol.ENotFound {
 		t.Fatalf("pruned run: %v", err)
 	}
-	if _, err := e.EncodedFrame(ctx, oldDone, "http://x"); protocol.ErrorCode(err) != protocol.ENotFound {
-		t.Fatalf("pruned run's cached frame still served: %v", err)
+	if got, want := obs.pruned(), []string{"config-wizard-v1 " + oldDone}; !slices.Equal(got, want) {
+		t.Fatalf("the observer heard of prunes %q, want %q", got, want)
 	}
 	if _, err := e.Events(ctx, oldDone, 0, 0); protocol.ErrorCode(err) != protocol.ENotFound {
 		t.Fatalf("pruned run's events: %v", err)

@@ -21,6 +21,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	series   sync.Map // seriesKey -> *series: label lookups once per combination
+	engine   *engineMetrics
 }
 
 type seriesKey struct {
@@ -43,6 +44,7 @@ func newMetrics(e *engine.Engine) *metrics {
 			Name: "asmp_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method (streams: their whole life).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route", "method"}),
+		engine: newEngineMetrics(),
 	}
 	st := e.Store()
 	// storeGauge reports what read returns at scrape time (0 on error).
@@ -58,8 +60,8 @@ func newMetrics(e *engine.Engine) *metrics {
 		m.requests, m.latency,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		e.Metrics().Transitions,
-		e.Metrics().Pruned,
+		m.engine.transitions,
+		m.engine.pruned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
 			func() float64 { return float64(e.Hub().Subscribers()) }),
 		storeGauge("asmp_task_queue_depth", "Background tasks not yet done (pending or running).", st.PendingTasks),

@@ -223,7 +223,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	f, err := s.e.EncodedFrame(r.Context(), id, c.base)
+	f, err := s.answers.Frame(r.Context(), id, c.base)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	cli, err := s.e.EncodedCLI(r.Context(), id)
+	cli, err := s.answers.CLI(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/server/internal/encoded"
 )
 
 // Defaults for Options fields left zero.
@@ -81,12 +82,15 @@ type Server struct {
 	done    chan struct{}
 	allowed map[string][]string // path pattern -> methods, for 405 answers
 	metrics *metrics
+	answers *encoded.Cache // encoded frames and CLI objects of recently read runs
+	lines   encoded.Lines  // stream lines of published events, shared by subscribers
 	slots   streamSlots
 	bases   sync.Map // baseKey -> base URL, so that a request's is not rebuilt
 	nbases  atomic.Int64
 }
 
-// New returns the HTTP API of e.
+// New returns the HTTP API of e. The server observes e (engine.Observe):
+// its metrics count what e commits and prunes from then on.
 func New(e *engine.Engine, opts *Options) *Server {
 	s := &Server{e: e, mux: http.NewServeMux(), done: make(chan struct{})}
 	if opts != nil {
@@ -107,9 +111,13 @@ func New(e *engine.Engine, opts *Options) *Server {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s.slots.n = map[string]int{}
+	s.answers = encoded.New(e)
+	obs := &observer{answers: s.answers}
 	if !s.opts.DisableMetrics {
 		s.metrics = newMetrics(e)
+		obs.metrics = s.metrics.engine
 	}
+	e.Observe(obs)
 	s.routes()
 	// observe → recover → user middleware → authenticate → rate limit → mux
 	h := s.limit(routed(s.mux))

@@ -11,6 +11,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/server/internal/encoded"
 )
 
 // lastEventID reads Last-Event-ID (or X-Last-Event-ID, or ?last_event_id=).
@@ -152,7 +153,7 @@ func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run,
 		}
 		for i := range evs {
 			ev := &evs[i]
-			b, err := s.e.EventLine(run.Def, engine.Message{Event: ev}, base)
+			b, err := encoded.EventLine(s.e, run.Def, ev, base)
 			if err != nil || !sw.line(b) {
 				return true
 			}
@@ -216,7 +217,7 @@ func (s *Server) follow(r *http.Request, sw *streamWriter, sub *engine.Subscript
 					continue
 				}
 			}
-			b, err := s.e.EventLine(run.Def, m, base)
+			b, err := s.lines.Line(s.e, run.Def, ev, base)
 			if err != nil || !sw.line(b) {
 				return
 			}

@@ -1,17 +1,17 @@
-package engine
+package encoded
 
 import (
 	"strconv"
 	"testing"
 )
 
-// The frame cache never holds more than maxCachedFrames frames, and its
+// A cache of answers never holds more than maxCachedFrames frames, and its
 // count matches what it holds.
 func TestFrameCacheIsBounded(t *testing.T) {
-	var c frameCache
+	var c answers
 	for i := range 3 * maxCachedFrames {
-		c.put(&Encoded{RunID: strconv.Itoa(i), Version: 1})
-		c.put(&Encoded{RunID: strconv.Itoa(i), Version: 2}) // replacing is not adding
+		c.put(&Answer{RunID: strconv.Itoa(i), Version: 1})
+		c.put(&Answer{RunID: strconv.Itoa(i), Version: 2}) // replacing is not adding
 	}
 	held := 0
 	c.m.Range(func(any, any) bool { held++; return true })
@@ -23,17 +23,17 @@ func TestFrameCacheIsBounded(t *testing.T) {
 	}
 
 	// Bytes: large answers fill the byte budget long before the count.
-	var b frameCache
+	var b answers
 	body := make([]byte, 60<<10)
 	for i := range 4 * maxCachedFrameBytes / len(body) {
-		b.put(&Encoded{RunID: strconv.Itoa(i), Version: 1, Body: body})
+		b.put(&Answer{RunID: strconv.Itoa(i), Version: 1, Body: body})
 	}
 	var sum int64
-	b.m.Range(func(_, v any) bool { sum += int64(len(v.(*Encoded).Body)); return true })
+	b.m.Range(func(_, v any) bool { sum += int64(len(v.(*Answer).Body)); return true })
 	if sum > maxCachedFrameBytes || sum != b.bytes.Load() {
 		t.Fatalf("holds %d bytes, counts %d; bound %d", sum, b.bytes.Load(), maxCachedFrameBytes)
 	}
-	b.put(&Encoded{RunID: "0", Version: 2, Body: make([]byte, maxCachedFrame+1)})
+	b.put(&Answer{RunID: "0", Version: 2, Body: make([]byte, maxCachedFrame+1)})
 	if b.get("0", 1, "") != nil || b.get("0", 2, "") != nil {
 		t.Fatal("an answer over maxCachedFrame is kept, or a stale one stayed")
 	}

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/asmp-dev/asmp/store"
+)
+
+// StoredRun returns run runID as stored, its data not decoded: what a
+// caller that keeps answers per version needs to tell whether it has the
+// answer already. It waits for a transition of the run this process has
+// queued, as GetRun does. ENotFound for an unknown run.
+func (e *Engine) StoredRun(ctx context.Context, runID string) (store.Run, error) {
+	return e.storedRun(ctx, runID)
+}
+
+// ViewRun returns the engine's view of a run read with StoredRun: its
+// definition and decoded data. ENotFound when its workflow is not served.
+func (e *Engine) ViewRun(sr store.Run) (*Run, error) {
+	return e.view(sr)
+}
+
+// PureState reports whether the State Frame and the CLI object of a run of
+// workflowID in state are a function of the stored run alone (its version)
+// and the base URL, so that an answer encoded for one version may be sent
+// again while the version is unchanged. It is false when a transition
+// leaving state has a guard that may change its verdict with the data
+// unchanged (a Go function, or an expression calling now()), and for a
+// workflow or state the engine does not serve.
+func (e *Engine) PureState(workflowID, state string) bool {
+	return e.pure[workflowID][state]
+}
+
+// pureStates records, per workflow, the states whose frames are a
+// function of the stored run alone (see PureState).
+func pureStates(e *Engine) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, d := range e.order {
+		m := map[string]bool{}
+		for _, s := range d.States {
+			pure := true
+			for _, t := range d.From(s.Name) {
+				pure = pure && t.Guard.Pure()
+			}
+			m[s.Name] = pure
+		}
+		out[d.ID] = m
+	}
+	return out
+}
