@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asmp-dev/asmp/internal/testbin"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/spec"
 )
@@ -30,19 +31,27 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "asmp")
-	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+	// The binary has the race detector when these tests run with -race.
+	binary, err = testbin.Build(dir)
 	if err != nil {
-		// -race needs cgo; fall back to a plain build.
-		out, err = exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building asmp: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "building asmp: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// The server under test has the race detector exactly when the tests do:
+// go test -race checks it, a plain go test does not wait for a race build.
+func TestBinaryRaceMatchesTests(t *testing.T) {
+	race, err := testbin.BuiltWithRace(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if race != testbin.Race {
+		t.Fatalf("asmp built with -race=%v, tests run with -race=%v", race, testbin.Race)
+	}
 }
 
 // proc is a running `asmp serve`.
