@@ -532,13 +532,15 @@ func TestListenReconnects(t *testing.T) {
 
 func TestListenStopsOnClose(t *testing.T) {
 	u := testURL(t)
-	s, err := postgres.Open(t.Context(), u, &postgres.Options{Schema: freshSchema(t, u)})
+	schema := freshSchema(t, u)
+	app := "asmp-test-" + schema
+	s, err := postgres.Open(t.Context(), withApp(t, u, app), &postgres.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Listen(context.Background(), func(string, int64) {}) }()
-	time.Sleep(100 * time.Millisecond)
+	waitListening(t, u, app+" listen")
 	s.Close()
 	select {
 	case err := <-done:
