@@ -156,14 +156,14 @@ func TestMaxStreamsPerClient(t *testing.T) {
 	id := e.startRun("").RunID
 	a := e.openStream("/runs/" + id + "/stream")
 	b := e.openStream("/runs/" + id + "/stream")
-	a.next(t, time.Second)
-	b.next(t, time.Second)
+	a.next(t, streamWait)
+	b.next(t, streamWait)
 	r := e.do("GET", "/runs/"+id+"/stream", nil)
 	if r.status != 429 || !strings.Contains(r.hint(t), "2 open streams") {
 		t.Fatalf("third stream: %d %s", r.status, r.body)
 	}
 	a.cancel()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(streamWait)
 	for {
 		c := e.openStream("/runs/" + id + "/stream")
 		if c.status == 200 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/asmp-dev/asmp/workflow"
 )
@@ -45,7 +44,7 @@ func TestRefusalWhileTaskRunsSaysSo(t *testing.T) {
 	})
 	id := e.startRun("").RunID
 	sc := e.openStream("/runs/" + id + "/stream")
-	sc.next(t, 10*time.Second)
+	sc.next(t, streamWait)
 	if f := frame(t, e.fire(id, "go", nil), 200); f.State != "WORK" || f.Status != "processing" {
 		t.Fatalf("go -> %s [%s], want WORK [processing]", f.State, f.Status)
 	}
@@ -66,7 +65,7 @@ func TestRefusalWhileTaskRunsSaysSo(t *testing.T) {
 	close(release)
 	released = true
 	for {
-		m := sc.next(t, 10*time.Second)
+		m := sc.next(t, streamWait)
 		if m["state"] == "REVIEW" {
 			break
 		}
