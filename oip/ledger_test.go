@@ -18,7 +18,6 @@ import (
 
 var (
 	hexHash   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	rfc3339Z  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$`)
 	invIDForm = regexp.MustCompile(`^inv_[0-9A-HJKMNP-TV-Z]{26}$`)
 )
 

@@ -45,7 +45,7 @@ func randValue(r *rand.Rand, depth int) any {
 	case 2:
 		return int64(r.Uint64())
 	case 3:
-		return []float64{0, -0.0, 1, 1.5, 1e-7, 1e-6, 1e21, 1e20, 123456789.125, -3.25e-9, math.MaxFloat64, math.SmallestNonzeroFloat64}[r.IntN(12)]
+		return []float64{0, math.Copysign(0, -1), 1, 1.5, 1e-7, 1e-6, 1e21, 1e20, 123456789.125, -3.25e-9, math.MaxFloat64, math.SmallestNonzeroFloat64}[r.IntN(12)]
 	case 4:
 		return r.NormFloat64() * math.Pow(10, float64(r.IntN(50)-25))
 	case 5:
@@ -179,6 +179,24 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("cli %d:\n got %s\nwant %s", i, got, want)
 		}
+	}
+}
+
+// Negative zero keeps its sign, as encoding/json writes it: -0 (a constant
+// -0.0 would be +0 in Go, hence math.Copysign).
+func TestAppendJSONNegativeZero(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	f := Frame{NextStates: []NextState{}, Data: map[string]any{"z": negZero, "p": 0.0, "a": []any{negZero}}}
+	want, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(want), `"data":{"a":[-0],"p":0,"z":-0}`) {
+		t.Fatalf("encoding/json wrote %s; the reference changed", want)
+	}
+	got, err := f.AppendJSON(nil)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("AppendJSON = %s (%v), want %s", got, err, want)
 	}
 }
 

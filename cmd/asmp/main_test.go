@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asmp-dev/asmp/internal/testbin"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/spec"
 )
@@ -30,19 +32,27 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "asmp")
-	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+	// The binary has the race detector when these tests run with -race.
+	binary, err = testbin.Build(dir)
 	if err != nil {
-		// -race needs cgo; fall back to a plain build.
-		out, err = exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building asmp: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "building asmp: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// The server under test has the race detector exactly when the tests do:
+// go test -race checks it, a plain go test does not wait for a race build.
+func TestBinaryRaceMatchesTests(t *testing.T) {
+	race, err := testbin.BuiltWithRace(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if race != testbin.Race {
+		t.Fatalf("asmp built with -race=%v, tests run with -race=%v", race, testbin.Race)
+	}
 }
 
 // proc is a running `asmp serve`.
@@ -222,6 +232,12 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		ids[i] = frameOf(t, p.do("POST", "/runs", nil), 201).RunID
 	}
 	var acked [runs]atomic.Int64 // highest n acknowledged per run
+	// The kill comes once enough transitions were acknowledged to prove
+	// something, however slow the machine.
+	const enough = 500
+	var nacked atomic.Int64
+	loaded := make(chan struct{})
+	var loadedOnce sync.Once
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for i := 0; i < runs; i++ {
@@ -243,12 +259,19 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 						v := etagVersion(r.header.Get("ETag"))
 						for cur := acked[i].Load(); v > cur && !acked[i].CompareAndSwap(cur, v); cur = acked[i].Load() {
 						}
+						if nacked.Add(1) == enough {
+							loadedOnce.Do(func() { close(loaded) })
+						}
 					}
 				}
 			}(i)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond)
+	select {
+	case <-loaded:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("only %d transitions acknowledged in two minutes:\n%s", nacked.Load(), p.stderr.String())
+	}
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
 	close(stop)
@@ -271,7 +294,7 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		}
 		total += acked[i].Load()
 	}
-	if total < runs*5 {
+	if total < enough {
 		t.Fatalf("only %d transitions were acknowledged before the kill; the test proved little", total)
 	}
 	t.Logf("%d acknowledged transitions survived kill -9", total)
@@ -292,7 +315,7 @@ func TestTaskSurvivesKill9(t *testing.T) {
 	if f := frameOf(t, p.do("POST", "/runs/"+id+"/transitions/approve", nil), 200); f.Status != "processing" {
 		t.Fatalf("approve: %+v", f)
 	}
-	time.Sleep(300 * time.Millisecond) // the task is running (it takes ~3 s)
+	waitProgress(t, p, id) // the task is running (it takes ~3 s)
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
 	// The killed worker's lease must expire before another claims the task.
@@ -309,6 +332,34 @@ func TestTaskSurvivesKill9(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("the interrupted task never completed:\n%s", q.stderr.String())
+}
+
+// waitProgress returns once run id's stream reports progress of its
+// background task: a worker has claimed the task and is running it.
+func waitProgress(t *testing.T, p *proc, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/runs/"+id+"/stream", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	s := bufio.NewScanner(res.Body)
+	for s.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(s.Bytes(), &m); err != nil {
+			t.Fatalf("stream line %q: %v", s.Text(), err)
+		}
+		if _, ok := m["progress"]; ok {
+			return
+		}
+		if m["status"] == "completed" {
+			t.Fatalf("the task completed before any progress was seen: %s", s.Text())
+		}
+	}
+	t.Fatalf("the stream ended without task progress: %v", s.Err())
 }
 
 func TestServeRefusesOpenNonLoopback(t *testing.T) {

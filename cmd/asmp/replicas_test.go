@@ -177,7 +177,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 		id := frameOf(t, c.do("POST", "/runs", map[string]any{"workflow_id": "expense-approval-v1"}), 201).RunID
 		frameOf(t, c.do("POST", "/runs/"+id+"/transitions/submit", map[string]any{"amount": 5, "description": "Coffee"}), 200)
 		frameOf(t, c.do("POST", "/runs/"+id+"/transitions/approve", nil), 200)
-		time.Sleep(200 * time.Millisecond)
+		waitProgress(t, c, id) // c's worker runs the task
 		c.cmd.Process.Signal(syscall.SIGKILL)
 		<-c.exited
 		// d serves the expense workflow too, and picks up the task after the lease.

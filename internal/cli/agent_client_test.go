@@ -6,23 +6,44 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/asmp-dev/asmp/internal/testbin"
 )
 
-// buildASMP builds the asmp binary into a temp dir.
+// asmpBin is the asmp binary the tests of this package share.
+var asmpBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if asmpBin.dir != "" {
+		os.RemoveAll(asmpBin.dir)
+	}
+	os.Exit(code)
+}
+
+// buildASMP returns the asmp binary, built on first use (with the race
+// detector when the tests run with -race).
 func buildASMP(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "asmp")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/asmp-dev/asmp/cmd/asmp")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	asmpBin.once.Do(func() {
+		if asmpBin.dir, asmpBin.err = os.MkdirTemp("", "asmp-cli-bin"); asmpBin.err == nil {
+			asmpBin.path, asmpBin.err = testbin.Build(asmpBin.dir)
+		}
+	})
+	if asmpBin.err != nil {
+		t.Fatalf("building asmp: %v", asmpBin.err)
 	}
-	return bin
+	return asmpBin.path
 }
 
 // serveASMP runs `asmp serve` on a free loopback port and returns its URL.

@@ -39,11 +39,11 @@ func splitArgv(line string) ([]string, error) {
 	}
 	var bad error
 	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n.(type) {
+		switch n := n.(type) {
 		case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
 			bad = fmt.Errorf("unexpected expansion %T", n)
 		case *syntax.SglQuoted:
-			if n.(*syntax.SglQuoted).Dollar {
+			if n.Dollar {
 				bad = fmt.Errorf("bash-only $'...' quoting")
 			}
 		}

@@ -169,9 +169,11 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	l.row("sh", fmt.Sprintf(shRow, 1))
 	l.row("sleep", `{"type":"directory_row","command":"sleep","args":[{"name":"s","type":"number","required":true}],"timeout":0.5}`)
 
+	// The bounds below tell a kill from waiting out the 30 s sleeps, with
+	// room to spare for a loaded machine; they measure no speed.
 	start := time.Now()
 	rc := l.invoke("sleep", map[string]any{"s": 30})
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("sleep 30 with a 0.5s timeout took %s", d)
 	}
 	if o := rc.Outcome; o.Class != oip.OutcomeFailed || !strings.Contains(o.Reason, "Timed out after 500ms") || o.ExitCode == nil || *o.ExitCode != -1 {
@@ -181,7 +183,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	// A child in the background and one in the foreground: both die.
 	start = time.Now()
 	rc = l.invoke("sh", map[string]any{"c": "sleep 30 & echo $!; sleep 30"})
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("took %s", d)
 	}
 	o := rc.Outcome
@@ -204,13 +206,10 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 func TestChildrenDieWhenCommandExits(t *testing.T) {
 	l := newLedger(t, &runner.Options{Allow: []string{"sh"}})
 	l.row("sh", fmt.Sprintf(shRow, 10))
-	start := time.Now()
 	// The background child keeps stdout open; it must not hold the
-	// outcome until the timeout, nor outlive the command.
+	// outcome until the 10 s timeout (which would make it a failure), nor
+	// outlive the command.
 	rc := l.invoke("sh", map[string]any{"c": "sleep 30 & echo $!"})
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("took %s", d)
-	}
 	o := rc.Outcome
 	if o.Class != oip.OutcomeSucceeded {
 		t.Fatalf("%+v", o)
@@ -505,7 +504,7 @@ func TestCancelledExecution(t *testing.T) {
 	start := time.Now()
 	body = json.RawMessage(`{"type":"invocation","object_key":"sleep","input":{"s":30},"execute":true}`)
 	rc, err = l.svc.Dispatch(oip.CancelExecution(ctx), "stops", body)
-	if err != nil || rc.Outcome.Class != oip.OutcomeFailed || !strings.Contains(rc.Outcome.Reason, "Stopped") || time.Since(start) > 5*time.Second {
+	if err != nil || rc.Outcome.Class != oip.OutcomeFailed || !strings.Contains(rc.Outcome.Reason, "Stopped") || time.Since(start) > 20*time.Second {
 		t.Fatalf("with the mark: %+v %v", rc.Outcome, err)
 	}
 }

@@ -364,12 +364,3 @@ func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
-
-// pgCode returns err's SQLSTATE, or "".
-func pgCode(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}

@@ -439,6 +439,8 @@ func withApp(t *testing.T, u, app string) string {
 	return p.String()
 }
 
+// expect waits for run's notification of version; within only turns a
+// hang into a failure (callers give 10 s, for a loaded machine).
 func expect(t *testing.T, ch <-chan note, run string, version int64, within time.Duration) {
 	t.Helper()
 	timeout := time.After(within)
@@ -473,7 +475,7 @@ func TestListenAcrossReplicas(t *testing.T) {
 	if err := a.CreateRun(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, ch, c.Run.ID, 1, time.Second)
+	expect(t, ch, c.Run.ID, 1, 10*time.Second)
 	// A lost compare-and-set notifies nothing; each commit notifies once, in order.
 	next := storetest.Next(c.Run, "go", "B", `{}`)
 	if err := a.CommitRun(ctx, 1, next).Wait(); err != nil {
@@ -485,8 +487,8 @@ func TestListenAcrossReplicas(t *testing.T) {
 	if err := b.CommitRun(ctx, 2, storetest.Next(next.Run, "again", "D", `{}`)).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, ch, c.Run.ID, 2, time.Second)
-	expect(t, ch, c.Run.ID, 3, time.Second)
+	expect(t, ch, c.Run.ID, 2, 10*time.Second)
+	expect(t, ch, c.Run.ID, 3, 10*time.Second)
 	t.Logf("three notifications in %v", time.Since(start))
 	select {
 	case n := <-ch:
@@ -527,18 +529,20 @@ func TestListenReconnects(t *testing.T) {
 	if err := a.CreateRun(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, ch, c.Run.ID, 1, time.Second)
+	expect(t, ch, c.Run.ID, 1, 10*time.Second)
 }
 
 func TestListenStopsOnClose(t *testing.T) {
 	u := testURL(t)
-	s, err := postgres.Open(t.Context(), u, &postgres.Options{Schema: freshSchema(t, u)})
+	schema := freshSchema(t, u)
+	app := "asmp-test-" + schema
+	s, err := postgres.Open(t.Context(), withApp(t, u, app), &postgres.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Listen(context.Background(), func(string, int64) {}) }()
-	time.Sleep(100 * time.Millisecond)
+	waitListening(t, u, app+" listen")
 	s.Close()
 	select {
 	case err := <-done:
@@ -595,7 +599,7 @@ func TestListenSurvivesPings(t *testing.T) {
 	if err := a.CreateRun(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, ch, c.Run.ID, 1, time.Second)
+	expect(t, ch, c.Run.ID, 1, 10*time.Second)
 	if n := resumes.Load(); n != 0 {
 		t.Fatalf("%d reconnects during quiet periods, want 0", n)
 	}

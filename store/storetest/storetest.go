@@ -216,11 +216,21 @@ func testConcurrentCAS(t *testing.T, s store.RunStore) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	r, _ := s.GetRun(ctx(), "race")
-	if r.Version != 1+writers*each {
-		t.Fatalf("version = %d, want %d", r.Version, 1+writers*each)
+	const want = 1 + writers*each
+	r, err := s.GetRun(ctx(), "race")
+	if err != nil {
+		t.Fatal(err)
 	}
-	evs, _ := s.Events(ctx(), "race", 0, 0)
+	if r.Version != want {
+		t.Fatalf("version = %d, want %d", r.Version, want)
+	}
+	evs, err := s.Events(ctx(), "race", 0, 0)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if len(evs) != want {
+		t.Fatalf("the log holds %d events, want %d: one per acknowledged commit", len(evs), want)
+	}
 	for i, e := range evs {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d: the log has a gap or duplicate", i, e.Seq)
@@ -318,8 +328,12 @@ func testSnapshotRoundTrip(t *testing.T, s store.RunStore) {
 		t.Fatalf("snapshot fields lost: %+v", got.Snapshot)
 	}
 	var a, b any
-	_ = json.Unmarshal(got.Data, &a)
-	_ = json.Unmarshal(c.Run.Data, &b)
+	if err := json.Unmarshal(got.Data, &a); err != nil {
+		t.Fatalf("stored data %q is not JSON: %v", got.Data, err)
+	}
+	if err := json.Unmarshal(c.Run.Data, &b); err != nil {
+		t.Fatal(err)
+	}
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("data = %s, want %s", got.Data, c.Run.Data)
 	}
