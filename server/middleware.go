@@ -127,9 +127,9 @@ func methodLabel(m string) string {
 	return "OTHER"
 }
 
-// routed is the innermost middleware: it passes the pattern the mux chose
-// back to observe.
-func routed(mux *http.ServeMux) http.Handler {
+// routed is the innermost middleware: it passes the pattern the edge's
+// mux chose back to observe.
+func routed(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(w, r)
 		if ri := infoOf(w, r); ri != nil {

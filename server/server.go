@@ -48,8 +48,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logger receives request failures (5xx); nil discards.
 	Logger *slog.Logger
-	// API, when set, serves every path under /api/ (the OIP ledger).
-	API http.Handler
+	// API is served beside the ASMP API, through the same edge
+	// (authentication, limits, scope checks, error bodies, access log):
+	// the OIP ledger's oip.Service.API(), on paths under /api/.
+	API httpx.API
 	// Authenticate maps a request to its principal. nil means an open
 	// server: every caller is auth.Open (anonymous, all scopes). A returned
 	// *protocol.Error (EUnauthorized) is written as is.
@@ -76,10 +78,9 @@ type Server struct {
 	e       *engine.Engine
 	opts    Options
 	log     *slog.Logger
-	mux     *http.ServeMux
+	edge    *httpx.Edge // routing, checks and error answers (see routes)
 	handler http.Handler
 	done    chan struct{}
-	allowed map[string][]string // path pattern -> methods, for 405 answers
 	metrics *metrics
 	slots   streamSlots
 	bases   sync.Map // baseKey -> base URL, so that a request's is not rebuilt
@@ -88,7 +89,7 @@ type Server struct {
 
 // New returns the HTTP API of e.
 func New(e *engine.Engine, opts *Options) *Server {
-	s := &Server{e: e, mux: http.NewServeMux(), done: make(chan struct{})}
+	s := &Server{e: e, done: make(chan struct{})}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -110,9 +111,10 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if !s.opts.DisableMetrics {
 		s.metrics = newMetrics(e)
 	}
+	s.edge = httpx.NewEdge(s.log)
 	s.routes()
-	// observe → recover → user middleware → authenticate → rate limit → mux
-	h := s.limit(routed(s.mux))
+	// observe → recover → user middleware → authenticate → rate limit → edge
+	h := s.limit(routed(s.edge))
 	h = s.authenticate(h)
 	for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
 		h = s.opts.Middleware[i](h)

@@ -84,10 +84,25 @@ func WriteEncoded(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// WriteError writes err's body ({"hint": …, "error": code, …}) with the
-// status of its code. Server faults (5xx) are logged with their cause when
-// log is not nil; their body never carries it.
+// ErrorStyle is how an API words its error bodies beyond what every one
+// carries ({"error": code, "hint": ..., and the error's fields}).
+type ErrorStyle struct {
+	// Status, when not "", is the "status" member of every error body but
+	// internal ones (the OIP wire format: "error").
+	Status string
+}
+
+// WriteError writes err with the default ErrorStyle (the ASMP API's).
 func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
+	ErrorStyle{}.Write(w, log, err)
+}
+
+// Write is the one place an HTTP error answer is rendered: err's body
+// ({"hint": …, "error": code, …}, see protocol.Body) with the status of
+// its code, Cache-Control: no-store, and Retry-After for a rate limit.
+// Server faults (5xx) are logged with their cause when log is not nil;
+// their body never carries it.
+func (st ErrorStyle) Write(w http.ResponseWriter, log *slog.Logger, err error) {
 	code := protocol.ErrorCode(err)
 	status := protocol.StatusOf(code)
 	if status >= 500 && log != nil {
@@ -101,8 +116,12 @@ func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 			}
 		}
 	}
+	body := protocol.Body(err)
+	if st.Status != "" && code != protocol.EInternal {
+		body["status"] = st.Status
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, status, protocol.Body(err))
+	WriteJSON(w, status, body)
 }
 
 func itoa(n int) string {
