@@ -49,6 +49,7 @@ type API struct {
 // header. Mount every API before the Edge serves its first request.
 type Edge struct {
 	mux     *http.ServeMux
+	routes  []Route
 	log     *slog.Logger
 	checks  []Check
 	allowed map[string]*allowed // path pattern -> methods, for 405 answers
@@ -87,6 +88,7 @@ func (e *Edge) Mount(api API) {
 }
 
 func (e *Edge) handle(api *API, rt Route) {
+	e.routes = append(e.routes, rt)
 	checks := append(slices.Clip(e.checks), api.Checks...)
 	style := api.Errors
 	e.mux.Handle(rt.Method+" "+rt.Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +124,11 @@ func serve(w http.ResponseWriter, r *http.Request, rt *Route, checks []Check) er
 		return err
 	}
 	return rt.Handle(w, r)
+}
+
+// Routes returns every route mounted, in the order they were.
+func (e *Edge) Routes() []Route {
+	return slices.Clone(e.routes)
 }
 
 // ServeHTTP implements http.Handler.
