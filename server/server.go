@@ -7,6 +7,21 @@
 // A *Server is an http.Handler: mount it in your own mux, or run it with
 // cmd/asmp. It never writes to stdout; it logs to the slog.Logger it is
 // given, or nowhere.
+//
+// # The edge
+//
+// Every request, to the ASMP API or to the API of Options.API (the OIP
+// ledger), passes one chain, built in New: the access log and metrics
+// (observe, middleware.go: one line per request, with its status, route
+// and principal), panic recovery, the user's Options.Middleware,
+// authentication (token → principal, 401), the rate limit (429), and the
+// edge (httpx.Edge, mounted in routes.go): routing, the 405 of every served
+// path, the route's checks (servedWorkflow for /w/{workflow_id}), the one
+// scope check (httpx.RequireScope, 403) and the handler. Every error answer
+// is rendered by httpx.ErrorStyle.Write; the OIP API's style adds its
+// "status": "error". Handlers only return errors. A check every request
+// must pass (Origin, Host, Content-Type) is one more httpx.Check given to
+// httpx.NewEdge in New.
 package server
 
 import (
