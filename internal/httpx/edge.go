@@ -20,8 +20,9 @@ type Route struct {
 	Handle HandlerFunc
 }
 
-// Check is one step an Edge runs before a route's handler. The error it
-// returns is the answer, and the handler does not run.
+// Check is one step an Edge runs before a route's handler, given the
+// request and its route (which it must not change). The error it returns
+// is the answer, and the handler does not run.
 type Check func(r *http.Request, rt *Route) error
 
 // API is a set of routes with the way their errors are worded: what a
