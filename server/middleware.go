@@ -251,7 +251,6 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			if secs < 1 {
 				secs = 1
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			httpx.WriteError(w, nil, protocol.Errorf(protocol.ERateLimited, "Too many requests from this client (limit %g per second); retry after %d s.", s.opts.RateLimit, secs).
 				With("retry_after", secs))
 			return

@@ -19,7 +19,7 @@
 // path, the route's checks (servedWorkflow for /w/{workflow_id}), the one
 // scope check (httpx.RequireScope, 403) and the handler. Every error answer
 // is rendered by httpx.ErrorStyle.Write; the OIP API's style adds its
-// "status": "error". Handlers only return errors. A check every request
+// "status": "error". A check every request
 // must pass (Origin, Host, Content-Type) is one more httpx.Check given to
 // httpx.NewEdge in New.
 package server
