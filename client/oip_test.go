@@ -27,7 +27,7 @@ func oipServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(eng, &server.Options{API: svc.Handler()})
+	srv := server.New(eng, &server.Options{API: svc.API()})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Shutdown(); ts.Close() })
 	return ts.URL

@@ -1,7 +1,6 @@
 package oip
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,7 +12,8 @@ import (
 	"github.com/asmp-dev/asmp/protocol"
 )
 
-// Handler returns the HTTP API of the ledger, on paths under /api/:
+// API returns the HTTP API of the ledger, on paths under /api/, for an
+// HTTP edge to serve (the server's, or Handler's):
 //
 //	POST /api/dispatch                 dispatch scope; 201 Receipt
 //	GET  /api/dispatch?receipt=INV     read; the Record
@@ -26,67 +26,38 @@ import (
 //	GET  /api/ledger/proof?inv_ID=&tree_size=  read; Proof
 //	GET  /api/ledger/consistency?from=&to=     read; ConsistencyProof
 //
-// Every error body is {"status": "error", "error": code, "hint": ...}. The
-// caller's scopes come from auth.FromContext (403 without the scope).
-// Mount it with mux.Handle("/api/", svc.Handler()).
+// The API holds handlers only: the edge checks the caller's scope (from
+// auth.FromContext; 403 without it), answers other methods with 405 and
+// unknown paths under /api/ with 404, and writes every error body as
+// {"status": "error", "error": code, "hint": ...}.
+func (s *Service) API() httpx.API {
+	return httpx.API{
+		Routes: []httpx.Route{
+			{Method: http.MethodPost, Path: "/api/dispatch", Scope: auth.ScopeDispatch, Handle: s.postDispatch},
+			{Method: http.MethodGet, Path: "/api/dispatch", Scope: auth.ScopeRead, Handle: s.getDispatch},
+			{Method: http.MethodGet, Path: "/api/directory", Scope: auth.ScopeRead, Handle: s.getDirectory},
+			{Method: http.MethodPost, Path: "/api/commands/{key}", Scope: auth.ScopeRead, Handle: s.postCommand},
+			{Method: http.MethodGet, Path: "/api/ledger/checkpoint", Scope: auth.ScopeRead, Handle: s.getCheckpoint},
+			{Method: http.MethodGet, Path: "/api/ledger/key", Scope: auth.ScopeRead, Handle: s.getKey},
+			{Method: http.MethodGet, Path: "/api/ledger/proof", Scope: auth.ScopeRead, Handle: s.getProof},
+			{Method: http.MethodGet, Path: "/api/ledger/consistency", Scope: auth.ScopeRead, Handle: s.getConsistency},
+		},
+		Errors: httpx.ErrorStyle{Status: StatusError},
+		Prefix: "/api/",
+		NotFound: func(r *http.Request) error {
+			return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency}.", protocol.Truncate(r.URL.Path, 200))
+		},
+	}
+}
+
+// Handler serves API on its own, with the caller's principal read from
+// the request's context (auth.Open when there is none): for tests, and for
+// mounting the ledger without an ASMP server. A server serves API itself
+// (server.Options.API), behind its authentication, limits and access log.
 func (s *Service) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("POST /api/dispatch", s.handle(auth.ScopeDispatch, s.postDispatch))
-	mux.Handle("GET /api/dispatch", s.handle(auth.ScopeRead, s.getDispatch))
-	mux.Handle("GET /api/directory", s.handle(auth.ScopeRead, s.getDirectory))
-	mux.Handle("POST /api/commands/{key}", s.handle(auth.ScopeRead, s.postCommand))
-	mux.Handle("GET /api/ledger/checkpoint", s.handle(auth.ScopeRead, s.getCheckpoint))
-	mux.Handle("GET /api/ledger/key", s.handle(auth.ScopeRead, s.getKey))
-	mux.Handle("GET /api/ledger/proof", s.handle(auth.ScopeRead, s.getProof))
-	mux.Handle("GET /api/ledger/consistency", s.handle(auth.ScopeRead, s.getConsistency))
-	mux.Handle("/api/", s.handle("", s.unknown))
-	return mux
-}
-
-var routes = map[string]string{
-	"/api/dispatch":           "GET, HEAD, POST",
-	"/api/directory":          "GET, HEAD",
-	"/api/ledger/checkpoint":  "GET, HEAD",
-	"/api/ledger/key":         "GET, HEAD",
-	"/api/ledger/proof":       "GET, HEAD",
-	"/api/ledger/consistency": "GET, HEAD",
-}
-
-func (s *Service) unknown(w http.ResponseWriter, r *http.Request) error {
-	allow, ok := routes[r.URL.Path]
-	if !ok && strings.HasPrefix(r.URL.Path, "/api/commands/") && !strings.Contains(strings.TrimPrefix(r.URL.Path, "/api/commands/"), "/") {
-		allow, ok = "POST", true
-	}
-	if !ok {
-		return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency}.", protocol.Truncate(r.URL.Path, 200))
-	}
-	w.Header().Set("Allow", allow)
-	httpx.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{
-		"status": StatusError, "error": "method_not_allowed",
-		"hint": r.Method + " is not allowed on " + r.URL.Path + "; use " + allow + ".",
-	})
-	return nil
-}
-
-// handle checks the scope, runs h and writes its error with status "error".
-func (s *Service) handle(scope string, h httpx.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := func() error {
-			if p := auth.FromContext(r.Context()); scope != "" && !p.Has(scope) {
-				return protocol.Errorf(protocol.EForbidden, "%s %s needs the %q scope, which %q does not hold; use a token with it.", r.Method, r.URL.Path, scope, p.Name).
-					With("scope", scope)
-			}
-			return h(w, r)
-		}()
-		if err == nil {
-			return
-		}
-		var pe *protocol.Error
-		if errors.As(err, &pe) && pe.Code != protocol.EInternal {
-			err = pe.With("status", StatusError)
-		}
-		httpx.WriteError(w, s.log, err)
-	})
+	e := httpx.NewEdge(s.log)
+	e.Mount(s.API())
+	return e
 }
 
 func (s *Service) postDispatch(w http.ResponseWriter, r *http.Request) error {

@@ -22,6 +22,10 @@ const (
 	EUnprocessable = "unprocessable"   // 422: reserved for well-formed but unusable input
 )
 
+// EMethodNotAllowed is the code of a 405: the path is served, not with
+// the request's method (the answer's Allow header names those it is).
+const EMethodNotAllowed = "method_not_allowed"
+
 var codeStatus = map[string]int{
 	EInvalid:       http.StatusBadRequest,
 	EUnauthorized:  http.StatusUnauthorized,
@@ -34,6 +38,8 @@ var codeStatus = map[string]int{
 	ENotSupported:  http.StatusNotImplemented,
 	EUnavailable:   http.StatusServiceUnavailable,
 	EUnprocessable: http.StatusUnprocessableEntity,
+
+	EMethodNotAllowed: http.StatusMethodNotAllowed,
 }
 
 // StatusOf returns the HTTP status for an error code (500 for unknown codes).

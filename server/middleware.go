@@ -127,9 +127,9 @@ func methodLabel(m string) string {
 	return "OTHER"
 }
 
-// routed is the innermost middleware: it passes the pattern the mux chose
-// back to observe.
-func routed(mux *http.ServeMux) http.Handler {
+// routed is the innermost middleware: it passes the pattern the edge's
+// mux chose back to observe.
+func routed(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(w, r)
 		if ri := infoOf(w, r); ri != nil {
@@ -251,7 +251,6 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			if secs < 1 {
 				secs = 1
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			httpx.WriteError(w, nil, protocol.Errorf(protocol.ERateLimited, "Too many requests from this client (limit %g per second); retry after %d s.", s.opts.RateLimit, secs).
 				With("retry_after", secs))
 			return

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,109 +25,99 @@ type call struct {
 
 type apiFunc func(w http.ResponseWriter, r *http.Request, c *call) error
 
-// route registers pattern ("METHOD /path") at the root and under
-// /w/{workflow_id}, requiring scope, plus a JSON 405 for other methods.
-func (s *Server) route(pattern, scope string, h apiFunc) {
+// route returns the routes of pattern ("METHOD /path") in the ASMP API:
+// at the root and under /w/{workflow_id}, requiring scope.
+func (s *Server) route(pattern, scope string, h apiFunc) []httpx.Route {
 	method, path, _ := strings.Cut(pattern, " ")
+	hf := s.api(h)
+	var rs []httpx.Route
 	for _, prefix := range []string{"", "/w/{workflow_id}"} {
 		p := prefix + path
 		if p == "/w/{workflow_id}/{$}" {
-			s.mux.Handle(method+" /w/{workflow_id}", s.api(scope, h))
+			rs = append(rs, httpx.Route{Method: method, Path: "/w/{workflow_id}", Scope: scope, Handle: hf})
 		}
-		s.mux.Handle(method+" "+p, s.api(scope, h))
-		s.allow(p, method)
+		rs = append(rs, httpx.Route{Method: method, Path: p, Scope: scope, Handle: hf})
 	}
+	return rs
 }
 
-// allow records that method serves path, and answers other methods with a
-// JSON 405 naming the allowed ones.
-func (s *Server) allow(path, method string) {
-	if s.allowed == nil {
-		s.allowed = map[string][]string{}
-	}
-	first := len(s.allowed[path]) == 0
-	s.allowed[path] = append(s.allowed[path], method)
-	if !first {
-		return
-	}
-	s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-		methods := s.allowed[path]
-		w.Header().Set("Allow", strings.Join(methods, ", "))
-		httpx.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{
-			"error": "method_not_allowed",
-			"hint":  "Method " + r.Method + " is not allowed here; use " + strings.Join(methods, " or ") + ".",
-		})
-	})
-}
-
-func (s *Server) api(scope string, h apiFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// api adapts h to the edge: it gives h the request's call.
+func (s *Server) api(h apiFunc) httpx.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		c := &call{root: s.baseURL(r), actor: auth.FromContext(r.Context())}
 		c.base = c.root
 		if wf := r.PathValue("workflow_id"); wf != "" {
-			if _, ok := s.e.Workflow(wf); !ok {
-				httpx.WriteError(w, s.log, protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", wf, strings.Join(s.e.WorkflowIDs(), ", ")))
-				return
-			}
 			c.wf = wf
 			c.base = c.root + "/w/" + wf
 		}
-		if scope != "" && !c.actor.Has(scope) {
-			httpx.WriteError(w, s.log, protocol.Errorf(protocol.EForbidden, "Token %q lacks the %q scope needed here.", c.actor.Name, scope).With("scope", scope))
-			return
-		}
-		if err := h(w, r, c); err != nil {
-			httpx.WriteError(w, s.log, err)
-		}
-	})
+		return h(w, r, c)
+	}
 }
 
+// servedWorkflow is the check of every route under /w/{workflow_id}: the
+// workflow must be one the engine serves (404 before any scope check).
+func (s *Server) servedWorkflow(r *http.Request, _ *httpx.Route) error {
+	if wf := r.PathValue("workflow_id"); wf != "" {
+		if _, ok := s.e.Workflow(wf); !ok {
+			return protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", wf, strings.Join(s.e.WorkflowIDs(), ", "))
+		}
+	}
+	return nil
+}
+
+// routes builds the edge: the ASMP API, health checks, metrics and the
+// API of Options.API (the OIP ledger).
 func (s *Server) routes() {
-	s.route("GET /{$}", auth.ScopeRead, s.discovery)
-	s.route("GET /workflows", auth.ScopeRead, s.workflows)
-	s.route("POST /runs", auth.ScopeRuns, s.startRun)
-	s.route("GET /runs/{run_id}", auth.ScopeRead, s.getRun)
-	s.route("GET /runs/{run_id}/cli", auth.ScopeRead, s.getCLI)
-	s.route("GET /runs/{run_id}/cli.json", auth.ScopeRead, s.getCLI)
-	s.route("POST /runs/{run_id}/transitions/{action}", auth.ScopeRuns, s.transition)
-	s.route("POST /runs/{run_id}/invoke/{tool}", auth.ScopeRuns, s.invoke)
-	s.route("GET /runs/{run_id}/resources/{path...}", auth.ScopeRead, s.resource)
-	s.route("GET /runs/{run_id}/events", auth.ScopeRead, s.events)
-	s.route("GET /runs/{run_id}/stream", auth.ScopeRead, s.stream)
-	s.route("GET /stream", auth.ScopeRead, s.stream) // run named by X-Run-Id or Mcp-Session-Id
-	s.route("GET /skills/{path...}", auth.ScopeRead, s.skill)
-	s.route("GET /openapi.json", auth.ScopeRead, s.openapi)
-	s.route("GET /visualize", auth.ScopeRead, s.visualize)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	rs := slices.Concat(
+		s.route("GET /{$}", auth.ScopeRead, s.discovery),
+		s.route("GET /workflows", auth.ScopeRead, s.workflows),
+		s.route("POST /runs", auth.ScopeRuns, s.startRun),
+		s.route("GET /runs/{run_id}", auth.ScopeRead, s.getRun),
+		s.route("GET /runs/{run_id}/cli", auth.ScopeRead, s.getCLI),
+		s.route("GET /runs/{run_id}/cli.json", auth.ScopeRead, s.getCLI),
+		s.route("POST /runs/{run_id}/transitions/{action}", auth.ScopeRuns, s.transition),
+		s.route("POST /runs/{run_id}/invoke/{tool}", auth.ScopeRuns, s.invoke),
+		s.route("GET /runs/{run_id}/resources/{path...}", auth.ScopeRead, s.resource),
+		s.route("GET /runs/{run_id}/events", auth.ScopeRead, s.events),
+		s.route("GET /runs/{run_id}/stream", auth.ScopeRead, s.stream),
+		s.route("GET /stream", auth.ScopeRead, s.stream), // run named by X-Run-Id or Mcp-Session-Id
+		s.route("GET /skills/{path...}", auth.ScopeRead, s.skill),
+		s.route("GET /openapi.json", auth.ScopeRead, s.openapi),
+		s.route("GET /visualize", auth.ScopeRead, s.visualize),
+	)
+	rs = append(rs,
+		httpx.Route{Method: http.MethodGet, Path: "/healthz", Handle: func(w http.ResponseWriter, r *http.Request) error {
+			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return nil
+		}},
+		httpx.Route{Method: http.MethodGet, Path: "/readyz", Handle: s.readyz})
 	if s.metrics != nil {
 		mh := s.metrics.handler()
-		s.mux.Handle("GET /metrics", s.api(auth.ScopeRead, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		rs = append(rs, httpx.Route{Method: http.MethodGet, Path: "/metrics", Scope: auth.ScopeRead, Handle: func(w http.ResponseWriter, r *http.Request) error {
 			mh.ServeHTTP(w, r)
 			return nil
-		}))
+		}})
 	}
-	if s.opts.API != nil {
-		s.mux.Handle("/api/", s.opts.API)
-	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, nil, protocol.Errorf(protocol.ENotFound, "No endpoint at %s %s. Start at GET / or read GET /openapi.json.", r.Method, r.URL.Path))
-	})
+	s.edge.Mount(httpx.API{Routes: rs, Checks: []httpx.Check{s.servedWorkflow}, Prefix: "/",
+		NotFound: func(r *http.Request) error {
+			return protocol.Errorf(protocol.ENotFound, "No endpoint at %s %s. Start at GET / or read GET /openapi.json.", r.Method, r.URL.Path)
+		}})
+	s.edge.Mount(s.opts.API)
 }
 
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if p, ok := s.e.Store().(store.Pinger); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := p.Ping(ctx); err != nil {
+			// A warning, not a failed request: written without the logger.
 			s.log.Warn("readiness check failed", "err", err)
-			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "hint": "The database does not answer."})
-			return
+			httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The database does not answer.").With("status", "unavailable"))
+			return nil
 		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -46,7 +46,7 @@ func TestTokensAndScopes(t *testing.T) {
 	}
 	e := start(t, setup{
 		newStor: func(*testing.T) storeT { return st },
-		opts: &server.Options{Authenticate: tokens.Authenticate, API: ledger.Handler(),
+		opts: &server.Options{Authenticate: tokens.Authenticate, API: ledger.API(),
 			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	})
 	bearer := func(s string) []string { return []string{"Authorization", "Bearer " + s} }
@@ -67,7 +67,7 @@ func TestTokensAndScopes(t *testing.T) {
 		}
 	}
 	// A known token without the scope: 403 naming the scope.
-	if r := e.do("POST", "/runs", nil, bearer(readerSecret)...); r.status != 403 || !strings.Contains(r.hint(t), `lacks the "runs" scope`) {
+	if r := e.do("POST", "/runs", nil, bearer(readerSecret)...); r.status != 403 || !strings.Contains(r.hint(t), `needs the "runs" scope`) {
 		t.Fatalf("reader starting a run: %d %s", r.status, r.body)
 	}
 	r := e.do("POST", "/runs", nil, bearer(runnerSecret)...)

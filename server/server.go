@@ -7,6 +7,21 @@
 // A *Server is an http.Handler: mount it in your own mux, or run it with
 // cmd/asmp. It never writes to stdout; it logs to the slog.Logger it is
 // given, or nowhere.
+//
+// # The edge
+//
+// Every request, to the ASMP API or to the API of Options.API (the OIP
+// ledger), passes one chain, built in New: the access log and metrics
+// (observe, middleware.go: one line per request, with its status, route
+// and principal), panic recovery, the user's Options.Middleware,
+// authentication (token → principal, 401), the rate limit (429), and the
+// edge (httpx.Edge, mounted in routes.go): routing, the 405 of every served
+// path, the route's checks (servedWorkflow for /w/{workflow_id}), the one
+// scope check (httpx.RequireScope, 403) and the handler. Every error answer
+// is rendered by httpx.ErrorStyle.Write; the OIP API's style adds its
+// "status": "error". A check every request
+// must pass (Origin, Host, Content-Type) is one more httpx.Check given to
+// httpx.NewEdge in New.
 package server
 
 import (
@@ -49,8 +64,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logger receives request failures (5xx); nil discards.
 	Logger *slog.Logger
-	// API, when set, serves every path under /api/ (the OIP ledger).
-	API http.Handler
+	// API is served beside the ASMP API, through the same edge
+	// (authentication, limits, scope checks, error bodies, access log):
+	// the OIP ledger's oip.Service.API(), on paths under /api/.
+	API httpx.API
 	// Authenticate maps a request to its principal. nil means an open
 	// server: every caller is auth.Open (anonymous, all scopes). A returned
 	// *protocol.Error (EUnauthorized) is written as is.
@@ -77,10 +94,9 @@ type Server struct {
 	e       *engine.Engine
 	opts    Options
 	log     *slog.Logger
-	mux     *http.ServeMux
+	edge    *httpx.Edge // routing, checks and error answers (see routes)
 	handler http.Handler
 	done    chan struct{}
-	allowed map[string][]string // path pattern -> methods, for 405 answers
 	metrics *metrics
 	answers *encoded.Cache // encoded frames and CLI objects of recently read runs
 	lines   encoded.Lines  // stream lines of published events, shared by subscribers
@@ -92,7 +108,7 @@ type Server struct {
 // New returns the HTTP API of e. The server observes e (engine.Observe):
 // its metrics count what e commits and prunes from then on.
 func New(e *engine.Engine, opts *Options) *Server {
-	s := &Server{e: e, mux: http.NewServeMux(), done: make(chan struct{})}
+	s := &Server{e: e, done: make(chan struct{})}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -118,9 +134,10 @@ func New(e *engine.Engine, opts *Options) *Server {
 		obs.metrics = s.metrics.engine
 	}
 	e.Observe(obs)
+	s.edge = httpx.NewEdge(s.log)
 	s.routes()
-	// observe → recover → user middleware → authenticate → rate limit → mux
-	h := s.limit(routed(s.mux))
+	// observe → recover → user middleware → authenticate → rate limit → edge
+	h := s.limit(routed(s.edge))
 	h = s.authenticate(h)
 	for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
 		h = s.opts.Middleware[i](h)

@@ -75,7 +75,7 @@ func run(addr, paddr, db string, files []string) error {
 	}
 	workers := eng.StartWorkers(nil)
 	defer workers.Stop(time.Second)
-	srv := server.New(eng, &server.Options{API: ledger.Handler()})
+	srv := server.New(eng, &server.Options{API: ledger.API()})
 	pln, err := net.Listen("tcp", paddr)
 	if err != nil {
 		return err

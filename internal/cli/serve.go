@@ -263,7 +263,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		MaxDepth:            f.maxDepth,
 		Heartbeat:           f.heartbeat,
 		Logger:              log,
-		API:                 ledger.Handler(),
+		API:                 ledger.API(),
 		RateLimit:           rateLimit,
 		RateBurst:           f.rateBurst,
 		MaxStreamsPerClient: f.maxStreams,

@@ -1,7 +1,15 @@
-// Package httpx holds the small HTTP helpers every asmp handler shares: one
-// way to write JSON, one way to write an error body with a hint, one way to
-// read a bounded request body, and the handler adapter that turns returned
-// errors into responses.
+// Package httpx is asmp's HTTP edge and the helpers every handler shares.
+//
+// Edge routes requests to the handlers of the APIs mounted on it (the ASMP
+// API of package server, the OIP ledger's oip.Service.API): for each route
+// it runs its checks and RequireScope, the one scope check, then the
+// handler, and answers a returned error with ErrorStyle.Write, the one
+// place an HTTP error is rendered; other methods on a served path get a
+// 405 with an Allow header. An API contributes handlers only (Route: a
+// method, a path, the scope it needs, a HandlerFunc). Package server puts
+// authentication, rate limits and the access log in front of its Edge.
+//
+// Beside it: one way to write JSON and one to read a bounded request body.
 package httpx
 
 import (
@@ -84,10 +92,25 @@ func WriteEncoded(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// WriteError writes err's body ({"hint": …, "error": code, …}) with the
-// status of its code. Server faults (5xx) are logged with their cause when
-// log is not nil; their body never carries it.
+// ErrorStyle is how an API words its error bodies beyond what every one
+// carries ({"error": code, "hint": ..., and the error's fields}).
+type ErrorStyle struct {
+	// Status, when not "", is the "status" member of every error body but
+	// internal ones (the OIP wire format: "error").
+	Status string
+}
+
+// WriteError writes err with the default ErrorStyle (the ASMP API's).
 func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
+	ErrorStyle{}.Write(w, log, err)
+}
+
+// Write is the one place an HTTP error answer is rendered: err's body
+// ({"hint": …, "error": code, …}, see protocol.Body) with the status of
+// its code, Cache-Control: no-store, and Retry-After for a rate limit.
+// Server faults (5xx) are logged with their cause when log is not nil;
+// their body never carries it.
+func (st ErrorStyle) Write(w http.ResponseWriter, log *slog.Logger, err error) {
 	code := protocol.ErrorCode(err)
 	status := protocol.StatusOf(code)
 	if status >= 500 && log != nil {
@@ -101,8 +124,12 @@ func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 			}
 		}
 	}
+	body := protocol.Body(err)
+	if st.Status != "" && code != protocol.EInternal {
+		body["status"] = st.Status
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, status, protocol.Body(err))
+	WriteJSON(w, status, body)
 }
 
 func itoa(n int) string {
@@ -154,15 +181,6 @@ func ReadObject(w http.ResponseWriter, r *http.Request, limit int64, maxDepth in
 	return protocol.DecodeObject(b, maxDepth)
 }
 
-// HandlerFunc is an HTTP handler that returns an error instead of writing it.
+// HandlerFunc is an HTTP handler that returns an error instead of writing
+// it: the Edge writes it.
 type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-// Handle adapts h to http.Handler: a returned error is written with
-// WriteError (and logged when it is a server fault).
-func Handle(log *slog.Logger, h HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			WriteError(w, log, err)
-		}
-	})
-}

@@ -70,7 +70,7 @@ func newSite(t *testing.T, allow []string) *site {
 	}
 	w := eng.StartWorkers(&engine.WorkerOptions{Poll: 50 * time.Millisecond})
 	srv := server.New(eng, &server.Options{
-		API:       svc.Handler(),
+		API:       svc.API(),
 		Heartbeat: 200 * time.Millisecond,
 		Authenticate: func(r *http.Request) (auth.Principal, error) {
 			p, ok := principals[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]

@@ -22,7 +22,7 @@ func ExampleReceiptFrom() {
 	st := memstore.New()
 	ledger, _ := oip.New(st, nil)
 	eng, _ := engine.New(st, examples.All(), nil)
-	ts := httptest.NewServer(server.New(eng, &server.Options{API: ledger.Handler()}))
+	ts := httptest.NewServer(server.New(eng, &server.Options{API: ledger.API()}))
 	defer ts.Close()
 
 	ctx := context.Background()
