@@ -154,6 +154,17 @@ func NotInWorkflow(runID, workflowID string) error {
 	return protocol.Errorf(protocol.ENotFound, "Run not found: run %s does not belong to workflow %q.", runID, workflowID)
 }
 
+// InScope is the one check of a workflow scope (the API under
+// /w/{workflow_id}/, or an option's Workflow): a run of workflow
+// runWorkflow may be seen by a caller scoped to scope ("" = any workflow),
+// else the run is not found for that caller (NotInWorkflow).
+func InScope(runID, runWorkflow, scope string) error {
+	if scope != "" && runWorkflow != scope {
+		return NotInWorkflow(runID, scope)
+	}
+	return nil
+}
+
 // TransitionOptions qualify Transition.
 type TransitionOptions struct {
 	// IfMatch, when not 0, is the version the caller saw; if the run has
@@ -225,8 +236,8 @@ func sameBytes(a, b []byte) bool {
 
 // plan validates action against r and returns the commit that applies it.
 func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionOptions) (*store.Commit, error) {
-	if o.Workflow != "" && r.WorkflowID != o.Workflow {
-		return nil, NotInWorkflow(r.ID, o.Workflow)
+	if err := InScope(r.ID, r.WorkflowID, o.Workflow); err != nil {
+		return nil, err
 	}
 	if o.IfMatch != 0 && o.IfMatch != r.Version {
 		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).

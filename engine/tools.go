@@ -29,10 +29,13 @@ type ResourceOptions struct {
 // getScoped is GetRun for a caller scoped to workflowID ("" = any).
 func (e *Engine) getScoped(ctx context.Context, runID, workflowID string) (*Run, error) {
 	r, err := e.GetRun(ctx, runID)
-	if err == nil && workflowID != "" && r.WorkflowID != workflowID {
-		return nil, NotInWorkflow(runID, workflowID)
+	if err != nil {
+		return nil, err
 	}
-	return r, err
+	if err := InScope(runID, r.WorkflowID, workflowID); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // InvokeTool runs tool name of the run's current state with input and

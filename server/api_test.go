@@ -362,6 +362,11 @@ func TestScopedAPI(t *testing.T) {
 	if r := e.do("POST", "/w/config-wizard-v1/runs/"+f.RunID+"/invoke/policy_check", map[string]any{"amount": 1}); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
 		t.Fatalf("cross-workflow tool: %d %s", r.status, r.body)
 	}
+	for _, path := range []string{"/cli", "/cli.json", "/events"} {
+		if r := e.do("GET", "/w/config-wizard-v1/runs/"+f.RunID+path, nil); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
+			t.Fatalf("GET %s of a run of another workflow: %d %s", path, r.status, r.body)
+		}
+	}
 	if r := e.do("GET", "/w/config-wizard-v1/runs/"+f.RunID+"/resources/policy", nil); r.status != 404 || !strings.Contains(r.hint(t), "does not belong") {
 		t.Fatalf("cross-workflow resource: %d %s", r.status, r.body)
 	}

@@ -182,8 +182,8 @@ func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.wf != "" && run.WorkflowID != c.wf {
-		return nil, engine.NotInWorkflow(id, c.wf)
+	if err := engine.InScope(id, run.WorkflowID, c.wf); err != nil {
+		return nil, err
 	}
 	return run, nil
 }
@@ -218,8 +218,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	if c.wf != "" && f.WorkflowID != c.wf {
-		return engine.NotInWorkflow(id, c.wf)
+	if err := engine.InScope(id, f.WorkflowID, c.wf); err != nil {
+		return err
 	}
 	h := w.Header()
 	h["Etag"] = []string{f.ETag}
@@ -241,8 +241,8 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	if c.wf != "" && cli.WorkflowID != c.wf {
-		return engine.NotInWorkflow(id, c.wf)
+	if err := engine.InScope(id, cli.WorkflowID, c.wf); err != nil {
+		return err
 	}
 	h := w.Header()
 	h["Etag"] = []string{cli.ETag}
