@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -248,4 +249,25 @@ func callArguments(name string, arguments json.RawMessage) (map[string]any, erro
 			Hint: fmt.Sprintf("The arguments of %s must be a JSON object: %s", name, protocol.ErrorHint(err))}
 	}
 	return m, nil
+}
+
+// Skill reads a skill document (a frame's active_skill.url; relative URLs
+// are taken against the server). The token goes only to the server's own
+// origin, as for every request.
+func (c *Client) Skill(ctx context.Context, rawURL string) (*Content, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("skill URL %q: %w", rawURL, err)
+	}
+	if !u.IsAbs() {
+		u = c.base.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("skill URL %q: only http and https are read", rawURL)
+	}
+	r, err := c.do(ctx, http.MethodGet, u.String(), nil, http.Header{"Accept": {"text/markdown, text/plain;q=0.9, */*;q=0.5"}})
+	if err != nil {
+		return nil, err
+	}
+	return &Content{Body: r.body, MimeType: r.header.Get("Content-Type")}, nil
 }
