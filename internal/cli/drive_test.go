@@ -91,13 +91,13 @@ func (r chatRequest) toolNames() string {
 
 // turn is one scripted answer of the fake model: it checks the request and
 // returns tool calls ("name", `{json args}`, …) or, with none, text.
-type turn func(t *testing.T, r chatRequest) []string
+type turn func(t testing.TB, r chatRequest) []string
 
 // fakeModel is an OpenAI-compatible Chat Completions server that answers
 // with scripted tool calls and records what it is sent. After the script,
 // the last turn repeats.
 type fakeModel struct {
-	t      *testing.T
+	t      testing.TB
 	script []turn
 	mu     sync.Mutex
 	reqs   []chatRequest
@@ -105,7 +105,7 @@ type fakeModel struct {
 	url    string
 }
 
-func newFakeModel(t *testing.T, script ...turn) *fakeModel {
+func newFakeModel(t testing.TB, script ...turn) *fakeModel {
 	m := &fakeModel{t: t, script: script}
 	ts := httptest.NewServer(m)
 	t.Cleanup(ts.Close)
@@ -218,7 +218,7 @@ func summaryOf(t *testing.T, lines []map[string]any) map[string]any {
 func TestDriveConfigWizard(t *testing.T) {
 	srv := driveServer(t)
 	m := newFakeModel(t,
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			if r.Model != "test-model" || r.toolNames() != "start" || r.tool("start") != `{"additionalProperties":false,"properties":{},"required":[],"type":"object"}` {
 				t.Errorf("first request: model %q tools %s %s", r.Model, r.toolNames(), r.tool("start"))
 			}
@@ -236,7 +236,7 @@ func TestDriveConfigWizard(t *testing.T) {
 			}
 			return call("start", `{}`)
 		},
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			if r.tool("save") != `{"additionalProperties":false,"properties":{"value":{"type":"string"}},"required":["value"],"type":"object"}` {
 				t.Errorf("save parameters = %s", r.tool("save"))
 			}
@@ -245,7 +245,7 @@ func TestDriveConfigWizard(t *testing.T) {
 			}
 			return call("save", `{"value": "dark mode"}`)
 		},
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			if r.toolNames() != "confirm,cancel" {
 				t.Errorf("tools at CONFIRM = %s", r.toolNames())
 			}
@@ -290,16 +290,16 @@ func TestDriveConfigWizard(t *testing.T) {
 func TestDriveTypeErrorRetried(t *testing.T) {
 	srv := driveServer(t)
 	m := newFakeModel(t,
-		func(t *testing.T, r chatRequest) []string { return call("start", `{}`) },
-		func(t *testing.T, r chatRequest) []string { return call("save", `{"value": 42}`) },
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string { return call("start", `{}`) },
+		func(t testing.TB, r chatRequest) []string { return call("save", `{"value": 42}`) },
+		func(t testing.TB, r chatRequest) []string {
 			res := r.lastTool()
 			if !strings.Contains(res, `Field \"value\" must be a string, got integer.`) || !strings.Contains(res, `"status":400`) {
 				t.Errorf("the refusal did not reach the model: %s", res)
 			}
 			return call("save", `{"value": "42"}`)
 		},
-		func(t *testing.T, r chatRequest) []string { return call("confirm", `{}`) },
+		func(t testing.TB, r chatRequest) []string { return call("confirm", `{}`) },
 	)
 	code, out, errOut := drive(t, srv, m, "--workflow", "config-wizard-v1", "--json")
 	if code != 0 {
@@ -328,10 +328,10 @@ func TestDriveTypeErrorRetried(t *testing.T) {
 func TestDriveCriticalNeedsConfirmation(t *testing.T) {
 	srv := driveServer(t)
 	script := []turn{
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			return call("submit", `{"amount": 50, "description": "Taxi"}`)
 		},
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			if !strings.Contains(r.tool("reject"), `"reason":{"type":"string"}`) {
 				t.Errorf("reject parameters = %s", r.tool("reject"))
 			}
@@ -375,7 +375,7 @@ func TestDriveCriticalNeedsConfirmation(t *testing.T) {
 func TestDriveExpenseThroughProcessing(t *testing.T) {
 	srv := driveServer(t)
 	m := newFakeModel(t,
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			sys := r.system()
 			for _, want := range []string{"Active skill \"expense-skill\" (version 1)", "# Expense claims", "Never invent an action", `Resource "policy" (Expense policy, text/markdown`, "Claims up to 1000 EUR are approved", "Hint: Submit the claim"} {
 				if !strings.Contains(sys, want) {
@@ -387,19 +387,19 @@ func TestDriveExpenseThroughProcessing(t *testing.T) {
 			}
 			return call("tool_policy_check", `{"amount": 120}`)
 		},
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			if !strings.Contains(r.lastTool(), `"route":"approve"`) {
 				t.Errorf("stage tool result = %s", r.lastTool())
 			}
 			return call("submit", `{"amount": 120, "description": "Taxi to the airport"}`)
 		},
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			if r.toolNames() != "approve,reject" || !strings.Contains(r.system(), `"amount":120`) {
 				t.Errorf("at REVIEW: tools %s\n%s", r.toolNames(), r.system())
 			}
 			return call("approve", `{}`)
 		},
-		func(t *testing.T, r chatRequest) []string {
+		func(t testing.TB, r chatRequest) []string {
 			t.Errorf("the model was asked while the run was processing or done: %s", r.system())
 			return []string{"nothing"}
 		},
@@ -434,8 +434,10 @@ func TestDriveExpenseThroughProcessing(t *testing.T) {
 
 	// Without --json the progress is a bar on stderr.
 	m = newFakeModel(t,
-		func(t *testing.T, r chatRequest) []string { return call("submit", `{"amount": 80, "description": "Lunch"}`) },
-		func(t *testing.T, r chatRequest) []string { return call("approve", `{}`) },
+		func(t testing.TB, r chatRequest) []string {
+			return call("submit", `{"amount": 80, "description": "Lunch"}`)
+		},
+		func(t testing.TB, r chatRequest) []string { return call("approve", `{}`) },
 	)
 	code, out, errOut = drive(t, srv, m, "--workflow", "expense-approval-v1")
 	if code != 0 || !strings.Contains(errOut, "[####################] 100% Paid") || !strings.Contains(out, "PAYING is processing; following the stream.") || !strings.Contains(out, "→ PAID [completed]") {
@@ -449,8 +451,8 @@ func TestDriveExpenseThroughProcessing(t *testing.T) {
 func TestDriveBudgetAndStop(t *testing.T) {
 	srv := driveServer(t)
 	m := newFakeModel(t,
-		func(t *testing.T, r chatRequest) []string { return call("start", `{}`) },
-		func(t *testing.T, r chatRequest) []string { return call("start", `{}`) }, // not offered any more: refused, forever
+		func(t testing.TB, r chatRequest) []string { return call("start", `{}`) },
+		func(t testing.TB, r chatRequest) []string { return call("start", `{}`) }, // not offered any more: refused, forever
 	)
 	code, out, errOut := drive(t, srv, m, "--workflow", "config-wizard-v1", "--max-steps", "4", "--json")
 	s := summaryOf(t, jsonLines(t, out))
@@ -462,7 +464,7 @@ func TestDriveBudgetAndStop(t *testing.T) {
 		t.Fatalf("%d requests; last tool result %s", len(reqs), reqs[len(reqs)-1].lastTool())
 	}
 
-	m = newFakeModel(t, func(t *testing.T, r chatRequest) []string { return []string{"I would rather chat."} })
+	m = newFakeModel(t, func(t testing.TB, r chatRequest) []string { return []string{"I would rather chat."} })
 	code, out, errOut = drive(t, srv, m, "--workflow", "config-wizard-v1")
 	if code != 1 || !strings.Contains(out, "The model stopped without calling a tool: I would rather chat.") || !strings.Contains(errOut, "asmp: The model stopped calling tools") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -471,7 +473,7 @@ func TestDriveBudgetAndStop(t *testing.T) {
 
 func TestDriveErrors(t *testing.T) {
 	srv := driveServer(t)
-	m := newFakeModel(t, func(t *testing.T, r chatRequest) []string { return call("start", `{}`) })
+	m := newFakeModel(t, func(t testing.TB, r chatRequest) []string { return call("start", `{}`) })
 	for _, c := range []struct {
 		args []string
 		want string
