@@ -262,7 +262,10 @@ func TestDriveConfigWizard(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, a := range m.auth {
+	m.mu.Lock()
+	auth := append([]string(nil), m.auth...)
+	m.mu.Unlock()
+	for _, a := range auth {
 		if a != "Bearer "+testKey {
 			t.Fatalf("Authorization = %q", a)
 		}
