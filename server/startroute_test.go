@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -45,5 +46,32 @@ func TestPostRootStartsARun(t *testing.T) {
 	post, ok := root["post"].(map[string]any)
 	if !ok || root["get"] == nil || post["responses"].(map[string]any)["201"] == nil {
 		t.Fatalf("openapi / = %v", root)
+	}
+}
+
+// Last-Event-ID may be sent quoted, as a client that keeps the reference
+// servers' string ids ("id": "2") sends it back; it resumes as the bare
+// number does. Anything else is still a 400 with a hint.
+func TestLastEventIDQuoted(t *testing.T) {
+	e := start(t, setup{})
+	id := e.startRun("config-wizard-v1").RunID
+	for _, a := range []struct {
+		action string
+		body   any
+	}{{"start", nil}, {"save", map[string]any{"value": "v"}}, {"confirm", nil}} {
+		if r := e.fire(id, a.action, a.body); r.status != 200 {
+			t.Fatalf("%s: %d", a.action, r.status)
+		}
+	}
+	bare := e.do("GET", "/runs/"+id+"/stream", nil, "Last-Event-ID", "2")
+	quoted := e.do("GET", "/runs/"+id+"/stream", nil, "Last-Event-ID", `"2"`)
+	if bare.status != 200 || quoted.status != 200 || string(bare.body) != string(quoted.body) {
+		t.Fatalf("bare %d %s\nquoted %d %s", bare.status, bare.body, quoted.status, quoted.body)
+	}
+	if !strings.Contains(string(quoted.body), `"id":3`) || strings.Contains(string(quoted.body), `"id":2,`) {
+		t.Fatalf("the replay does not start after event 2:\n%s", quoted.body)
+	}
+	if r := e.do("GET", "/runs/"+id+"/stream", nil, "Last-Event-ID", `"two"`); r.status != 400 || !strings.Contains(r.hint(t), "Last-Event-ID") {
+		t.Fatalf("a non-number: %d", r.status)
 	}
 }
