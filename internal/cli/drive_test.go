@@ -467,6 +467,21 @@ func TestDriveBudgetAndStop(t *testing.T) {
 		t.Fatalf("%d requests; last tool result %s", len(reqs), reqs[len(reqs)-1].lastTool())
 	}
 
+	// As the hint says, --run goes on from where the budget ran out.
+	m = newFakeModel(t,
+		func(t testing.TB, r chatRequest) []string {
+			if !strings.Contains(r.system(), "Current state: CONFIGURE") {
+				t.Errorf("resumed elsewhere:\n%s", r.system())
+			}
+			return call("save", `{"value": "v"}`)
+		},
+		func(t testing.TB, r chatRequest) []string { return call("confirm", `{}`) },
+	)
+	code, out, errOut = drive(t, srv, m, "--run", s["run_id"].(string), "--json")
+	if r := summaryOf(t, jsonLines(t, out)); code != 0 || r["state"] != "DONE" || r["steps"] != float64(2) {
+		t.Fatalf("--run: exit %d %v\n%s", code, r, errOut)
+	}
+
 	m = newFakeModel(t, func(t testing.TB, r chatRequest) []string { return []string{"I would rather chat."} })
 	code, out, errOut = drive(t, srv, m, "--workflow", "config-wizard-v1")
 	if code != 1 || !strings.Contains(out, "The model stopped without calling a tool: I would rather chat.") || !strings.Contains(errOut, "asmp: The model stopped calling tools") {
