@@ -2,13 +2,16 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asmp-dev/asmp/protocol"
@@ -38,6 +41,9 @@ func (c *Client) Stream(ctx context.Context, runID string, opts *StreamOptions) 
 			return
 		}
 		st := &streamState{last: o.LastEventID, resume: o.LastEventID > 0}
+		if st.resume {
+			st.lastRaw, st.numeric = strconv.FormatInt(o.LastEventID, 10), true
+		}
 		failures := 0
 		for {
 			got, err := c.streamOnce(ctx, p, st, o.IdleTimeout, yield)
@@ -75,9 +81,11 @@ func (c *Client) Stream(ctx context.Context, runID string, opts *StreamOptions) 
 
 // streamState is what survives reconnects.
 type streamState struct {
-	last   int64 // id of the last frame yielded
-	resume bool  // reconnect with Last-Event-ID: last
-	stop   bool  // the consumer stopped, or the run ended, or a fatal end line
+	last    int64  // id of the last frame yielded
+	lastRaw string // that id as the server wrote it (sent as Last-Event-ID)
+	numeric bool   // lastRaw is a number, so replayed frames can be skipped by id
+	resume  bool   // reconnect with Last-Event-ID: lastRaw
+	stop    bool   // the consumer stopped, or the run ended, or a fatal end line
 }
 
 func retryable(status int) bool {
@@ -108,8 +116,8 @@ func sleepBackoff(ctx context.Context, o StreamOptions, failures int) bool {
 // count, so a server that keeps ending streams at once exhausts the retries).
 func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, idle time.Duration, yield func(StreamItem, error) bool) (got bool, err error) {
 	h := http.Header{"Accept": {"application/x-ndjson"}}
-	if st.resume {
-		h.Set("Last-Event-ID", strconv.FormatInt(st.last, 10))
+	if st.resume && st.lastRaw != "" {
+		h.Set("Last-Event-ID", st.lastRaw)
 	}
 	// The connection's own context: cancelled when it stays silent too long.
 	cctx, cancel := context.WithCancel(ctx)
@@ -137,17 +145,17 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, idle
 		if len(line) == 0 {
 			continue
 		}
-		item, err := ParseStreamLine(line)
+		item, id, err := parseStreamLine(line)
 		if err != nil {
 			return got, err // a garbled line: reconnect and resume
 		}
 		switch {
 		case item.Frame != nil:
-			if st.resume && item.Frame.ID <= st.last {
+			if st.resume && st.numeric && id.numeric && item.Frame.ID <= st.last {
 				continue // already yielded before a reconnect
 			}
 			got = true
-			st.last, st.resume = item.Frame.ID, true
+			st.last, st.lastRaw, st.numeric, st.resume = item.Frame.ID, id.raw, id.numeric, true
 			if !yield(item, nil) || protocol.Terminal(item.Frame.Status) {
 				st.stop = true
 				return got, nil
@@ -182,7 +190,46 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, idle
 
 // ParseStreamLine decodes one NDJSON stream line. Lines of unknown shape
 // give an empty item and no error, so newer servers can add line kinds.
+// The line's "id" may be a number or a string (the reference servers send
+// "0"): a string of digits is taken as that number; any other string gives
+// ID 0 (the stream still resumes after it, sending it back as
+// Last-Event-ID).
 func ParseStreamLine(line []byte) (StreamItem, error) {
+	it, _, err := parseStreamLine(line)
+	return it, err
+}
+
+// eventID is a stream line's "id" as the server wrote it.
+type eventID struct {
+	n       int64
+	raw     string // the id as text: digits, or the string the server sent
+	numeric bool   // raw is an integer (n)
+}
+
+// UnmarshalJSON accepts a JSON number, a JSON string, or null.
+func (e *eventID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		return nil
+	}
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("stream line id: %w", err)
+		}
+	}
+	e.raw = s
+	if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		e.n, e.numeric = n, true
+		return nil
+	}
+	if len(b) > 0 && b[0] != '"' {
+		return fmt.Errorf("stream line id %s is neither an integer nor a string", s)
+	}
+	return nil
+}
+
+func parseStreamLine(line []byte) (StreamItem, eventID, error) {
 	var probe struct {
 		Heartbeat *bool   `json:"heartbeat"`
 		End       *string `json:"end"`
@@ -190,29 +237,52 @@ func ParseStreamLine(line []byte) (StreamItem, error) {
 		State     *string `json:"state"`
 	}
 	if err := decodeJSON(line, &probe, "stream line"); err != nil {
-		return StreamItem{}, err
+		return StreamItem{}, eventID{}, err
 	}
+	// Each wrapper's own "id" (an eventID, which takes a string too) hides
+	// the int64 id of the type it embeds.
 	var it StreamItem
+	var id eventID
 	var err error
 	switch {
 	case probe.End != nil:
-		it.End = &StreamEnd{}
-		err = decodeJSON(line, it.End, "stream end line")
+		w := struct {
+			ID eventID `json:"id"`
+			*StreamEnd
+		}{StreamEnd: &StreamEnd{}}
+		err = decodeJSON(line, &w, "stream end line")
+		id, it.End = w.ID, w.StreamEnd
+		it.End.ID = id.n
 	case probe.Heartbeat != nil:
-		it.Heartbeat = &protocol.Heartbeat{}
-		err = decodeJSON(line, it.Heartbeat, "heartbeat line")
+		w := struct {
+			ID eventID `json:"id"`
+			*protocol.Heartbeat
+		}{Heartbeat: &protocol.Heartbeat{}}
+		err = decodeJSON(line, &w, "heartbeat line")
+		id, it.Heartbeat = w.ID, w.Heartbeat
+		it.Heartbeat.ID = id.n
 	case probe.Progress != nil:
-		it.Progress = &protocol.Progress{}
-		err = decodeJSON(line, it.Progress, "progress line")
+		w := struct {
+			ID eventID `json:"id"`
+			*protocol.Progress
+		}{Progress: &protocol.Progress{}}
+		err = decodeJSON(line, &w, "progress line")
+		id, it.Progress = w.ID, w.Progress
+		it.Progress.ID = id.n
 	case probe.State != nil:
-		it.Frame = &protocol.StreamFrame{}
-		err = decodeJSON(line, it.Frame, "stream frame")
+		w := struct {
+			ID eventID `json:"id"`
+			*protocol.Frame
+		}{Frame: &protocol.Frame{}}
+		err = decodeJSON(line, &w, "stream frame")
+		id = w.ID
+		it.Frame = &protocol.StreamFrame{ID: id.n, Frame: *w.Frame}
 		if err == nil {
 			normalizeFrame(&it.Frame.Frame)
 		}
 	}
 	if err != nil {
-		return StreamItem{}, err
+		return StreamItem{}, eventID{}, err
 	}
-	return it, nil
+	return it, id, nil
 }

@@ -69,6 +69,7 @@ func scopeCases() []scopeCase {
 		{pattern: "GET /{$}", method: "GET", path: "/", scope: auth.ScopeRead},
 		{pattern: "GET /workflows", method: "GET", path: "/workflows", scope: auth.ScopeRead},
 		{pattern: "POST /runs", method: "POST", path: "/runs", scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
+		{pattern: "POST /{$}", method: "POST", path: "/", scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
 		{pattern: "GET /runs/{run_id}", method: "GET", path: "/runs/RUN", scope: auth.ScopeRead},
 		{pattern: "GET /runs/{run_id}/cli", method: "GET", path: "/runs/RUN/cli", scope: auth.ScopeRead},
 		{pattern: "GET /runs/{run_id}/cli.json", method: "GET", path: "/runs/RUN/cli.json", scope: auth.ScopeRead},
@@ -93,6 +94,7 @@ func scopeCases() []scopeCase {
 	}
 	return append(cases,
 		scopeCase{pattern: "GET /w/{workflow_id}", method: "GET", path: "/w/" + wf, scope: auth.ScopeRead},
+		scopeCase{pattern: "POST /w/{workflow_id}", method: "POST", path: "/w/" + wf, scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
 		scopeCase{pattern: "GET /healthz", method: "GET", path: "/healthz"},
 		scopeCase{pattern: "GET /readyz", method: "GET", path: "/readyz"},
 		scopeCase{pattern: "GET /metrics", method: "GET", path: "/metrics", scope: auth.ScopeRead},

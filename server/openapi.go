@@ -40,6 +40,10 @@ func OpenAPIDocument(base string) (map[string]any, error) {
 			if get, ok := root["get"].(map[string]any); ok {
 				get["description"] = "Discovery frame. Creates no run: run_id is the nil UUID and next_states offers one start action per served workflow, whose href is a POST that creates a run."
 			}
+			// POST / is the protocol's other start route: exactly POST /runs.
+			if runs, ok := paths["/runs"].(map[string]any); ok && runs["post"] != nil {
+				root["post"] = runs["post"]
+			}
 		}
 		comps := doc["components"].(map[string]any)
 		comps["securitySchemes"] = map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "Only when the server runs with --token: Authorization: Bearer SECRET."}}

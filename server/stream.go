@@ -14,8 +14,8 @@ import (
 	"github.com/asmp-dev/asmp/server/internal/encoded"
 )
 
-// lastEventID reads Last-Event-ID (or X-Last-Event-ID, or ?last_event_id=).
-// ok is false when the client sent none.
+// lastEventID reads Last-Event-ID (or X-Last-Event-ID, or ?last_event_id=):
+// an integer, bare or quoted. ok is false when the client sent none.
 func lastEventID(r *http.Request) (id int64, ok bool, err error) {
 	v := r.Header.Get("Last-Event-ID")
 	if v == "" {
@@ -27,7 +27,9 @@ func lastEventID(r *http.Request) (id int64, ok bool, err error) {
 	if v == "" {
 		return 0, false, nil
 	}
-	n, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	// The reference servers' ids are JSON strings ("id": "3"); a client
+	// may send one back quoted.
+	n, perr := strconv.ParseInt(strings.Trim(strings.TrimSpace(v), `"`), 10, 64)
 	if perr != nil || n < 0 {
 		return 0, false, protocol.Errorf(protocol.EInvalid, "Last-Event-ID must be the id of the last stream line you received (an integer), not %q.", v)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -91,13 +92,19 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// printError prints err as "asmp: <message>", once: the sentinel errors of
+// package client already start with "asmp: " (Go's convention for a
+// package's errors), so that prefix is not repeated.
 func printError(w io.Writer, err error) {
+	msg := err.Error()
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		fmt.Fprintf(w, "asmp: %s\n", pe.Hint)
-		return
+		msg = pe.Hint
 	}
-	fmt.Fprintf(w, "asmp: %v\n", err)
+	for strings.HasPrefix(msg, "asmp: ") {
+		msg = strings.TrimPrefix(msg, "asmp: ")
+	}
+	fmt.Fprintf(w, "asmp: %s\n", msg)
 }
 
 func init() {
