@@ -29,6 +29,7 @@ func ConfigWizard() *workflow.Definition {
 		Hint:   "Press 1 to start, or 2 to exit.",
 		Options: []workflow.CLIOption{
 			{Action: "start", Label: "Start wizard", Keys: "1"},
+			{Action: "exit", Label: "Exit", Keys: "2"},
 		},
 	})
 	b.State("CONFIGURE").Hint("Enter a value and save.").CLI(workflow.CLIHook{
@@ -48,6 +49,7 @@ func ConfigWizard() *workflow.Definition {
 	b.State("DONE").Hint("Configuration applied.")
 	b.State("CANCELLED").Hint("Configuration cancelled.")
 	b.Transition("INITIAL", "start", "CONFIGURE")
+	b.Transition("INITIAL", "exit", "CANCELLED")
 	b.Transition("CONFIGURE", "save", "CONFIRM").Expect("value", "string")
 	b.Transition("CONFIRM", "confirm", "DONE")
 	b.Transition("CONFIRM", "cancel", "CANCELLED")

@@ -10,7 +10,7 @@ type WorkflowInfo struct {
 	InitialState string   `json:"initial_state"`
 	States       []string `json:"states"`
 	StartHref    string   `json:"start_href"`
-	Default      bool     `json:"default,omitempty"`
+	Default      bool     `json:"default"`
 }
 
 // EventLog is a run's history, GET /runs/{run_id}/events.

@@ -55,7 +55,7 @@ func TestFileAndBuilderAgree(t *testing.T) {
 	  "description": "Walk through one configuration value, then confirm or cancel it.",
 	  "initial_state": "INITIAL",
 	  "states": {
-	    "INITIAL": {"hint": "Start the config wizard.", "cli": {"prompt": "Config wizard", "hint": "Press 1 to start, or 2 to exit.", "options": [{"action": "start", "label": "Start wizard", "keys": "1"}]}},
+	    "INITIAL": {"hint": "Start the config wizard.", "cli": {"prompt": "Config wizard", "hint": "Press 1 to start, or 2 to exit.", "options": [{"action": "start", "label": "Start wizard", "keys": "1"}, {"action": "exit", "label": "Exit", "keys": "2"}]}},
 	    "CONFIGURE": {"hint": "Enter a value and save.", "cli": {"prompt": "Set value", "hint": "Enter your config value, then choose Save.", "input_hint": "Value (string):", "options": [{"action": "save", "label": "Save", "keys": "enter"}]}},
 	    "CONFIRM": {"hint": "Confirm to apply or cancel.", "cli": {"prompt": "Apply configuration?", "hint": "Confirm to apply or cancel.", "options": [{"action": "confirm", "label": "Yes, apply", "keys": "y"}, {"action": "cancel", "label": "No, cancel", "keys": "n"}]}},
 	    "DONE": {"hint": "Configuration applied."},
@@ -63,6 +63,7 @@ func TestFileAndBuilderAgree(t *testing.T) {
 	  },
 	  "transitions": [
 	    {"from": "INITIAL", "action": "start", "to": "CONFIGURE"},
+	    {"from": "INITIAL", "action": "exit", "to": "CANCELLED"},
 	    {"from": "CONFIGURE", "action": "save", "to": "CONFIRM", "expects": {"value": "str"}},
 	    {"from": "CONFIRM", "action": "confirm", "to": "DONE"},
 	    {"from": "CONFIRM", "action": "cancel", "to": "CANCELLED"}
@@ -73,6 +74,26 @@ func TestFileAndBuilderAgree(t *testing.T) {
 	}
 	if summary(j) != summary(f) {
 		t.Fatalf("JSON and YAML differ:\n%s\nvs\n%s", summary(j), summary(f))
+	}
+}
+
+// config-wizard-v1 is the spec's appendix A exactly: its INITIAL hint says
+// "Press 1 to start, or 2 to exit", so 2 must exit.
+func TestConfigWizardIsAppendixA(t *testing.T) {
+	d := examples.ConfigWizard()
+	var got []string
+	for _, tr := range d.Transitions {
+		got = append(got, tr.From+" -"+tr.Action+"-> "+tr.To)
+	}
+	want := []string{"INITIAL -start-> CONFIGURE", "INITIAL -exit-> CANCELLED", "CONFIGURE -save-> CONFIRM", "CONFIRM -confirm-> DONE", "CONFIRM -cancel-> CANCELLED"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("transitions %v, want %v", got, want)
+	}
+	initial, _ := d.State("INITIAL")
+	hook := initial.CLI
+	wantOpts := []workflow.CLIOption{{Action: "start", Label: "Start wizard", Keys: "1"}, {Action: "exit", Label: "Exit", Keys: "2"}}
+	if hook == nil || hook.Hint != "Press 1 to start, or 2 to exit." || !reflect.DeepEqual(hook.Options, wantOpts) {
+		t.Fatalf("INITIAL hook %+v, want options %+v", hook, wantOpts)
 	}
 }
 

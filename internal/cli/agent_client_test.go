@@ -161,8 +161,8 @@ func TestAgentModeConfigWizard(t *testing.T) {
 	start := decodeRun(t, a.ok([]string{"start", url, "--workflow", "config-wizard-v1", "--json"}))
 	id := start.RunID
 	if start.Server != url || start.Version != 1 || start.ETag != `"1"` || start.Done || start.Frame["state"] != "INITIAL" ||
-		start.CLI["prompt"] != "Config wizard" || len(start.Next) != 1 || start.Next[0].Command != "asmp step "+id+" 1" ||
-		start.Next[0].Action != "start" || start.Next[0].Keys != "1" {
+		start.CLI["prompt"] != "Config wizard" || len(start.Next) != 2 || start.Next[0].Command != "asmp step "+id+" 1" ||
+		start.Next[0].Action != "start" || start.Next[0].Keys != "1" || start.Next[1].Action != "exit" || start.Next[1].Keys != "2" {
 		t.Fatalf("start --json = %+v", start)
 	}
 	// Text: the state, the prompt, options with their keys, the exact next command.

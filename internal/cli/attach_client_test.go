@@ -23,7 +23,7 @@ func TestAttachPlainFromPipe(t *testing.T) {
 	}
 	s := string(out)
 	for _, want := range []string{
-		"── INITIAL [active] ──\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ✔ start → CONFIGURE",
+		"── INITIAL [active] ──\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n  2) Exit [2]\n> ✔ start → CONFIGURE",
 		"Set value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
 		"✘ Option 1 (Save, action save) needs input",
 		"✔ save → CONFIRM",

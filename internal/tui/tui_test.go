@@ -83,7 +83,7 @@ func TestConfigWizardByKeys(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var started atomic.Value
 			tm := start(t, tui.Options{Backend: b, WorkflowID: "config-wizard-v1", OnRun: func(f *client.RunFrame) { started.Store(f.RunID) }})
-			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "1-9 pick · q quit")
+			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "  2. Exit [2]", "1-9 pick · q quit")
 			tm.Type("1") // the option's key
 			// CONFIGURE: one option that takes input opens its form at once.
 			screen(t, tm, "Set value", "Enter your config value, then choose Save.", "1. Save [enter] value (string)", "Value (string):", "value (string):", "enter Save")
@@ -202,7 +202,7 @@ func TestUnknownRun(t *testing.T) {
 func TestPlainLoop(t *testing.T) {
 	for name, b := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			in := strings.NewReader("2\n1\nsave\n?\ndark mode\nmaybe\ny\n")
+			in := strings.NewReader("3\n1\nsave\n?\ndark mode\nmaybe\ny\n")
 			var out bytes.Buffer
 			r, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, In: in, Out: &out, ASCII: true})
 			if err != nil {
@@ -210,8 +210,8 @@ func TestPlainLoop(t *testing.T) {
 			}
 			got := out.String()
 			for _, want := range []string{
-				"-- INITIAL [active] --\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ",
-				`[x] "2" is not an option here. Type 1, an action (start) or a key (1 for start).`,
+				"-- INITIAL [active] --\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n  2) Exit [2]\n> ",
+				`[x] "3" is not an option here. Type a number 1-2, an action (start, exit) or a key (1 for start, 2 for exit).`,
 				"-- CONFIGURE [active] --\nSet value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
 				"[x] Option 1 (Save, action save) needs input: value (string).",
 				`Type 1, an action (save) or a key (enter for save). save takes value (string): type "save <value>" or just the value.`,
