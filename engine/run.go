@@ -290,6 +290,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	if err := protocol.CheckExpects(t.Expects, input); err != nil {
 		return nil, err
 	}
+	if err := protocol.CheckConstraints(t.Constraints, input); err != nil {
+		return nil, err
+	}
 	data := r.Data
 	if len(t.Expects) > 0 || len(o.set) > 0 {
 		data = make(map[string]any, len(r.Data)+len(t.Expects)+len(o.set))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -318,5 +319,80 @@ func TestBuilderValidates(t *testing.T) {
 	b2.State("A").Tool("t", "", nil, nil)
 	if _, err := b2.Build(); err == nil || !strings.Contains(err.Error(), "exactly one implementation") {
 		t.Fatalf("tool without handler: %v", err)
+	}
+}
+
+// An expects field may be a type or an object with bounds; the file and
+// the builder produce the same constraints, and frames keep the type.
+func TestExpectsWithConstraints(t *testing.T) {
+	src := `workflow_id: bounded-v1
+initial_state: A
+states: {A: {tools: [{name: pick, row: R, expects: {colour: {type: str, enum: [red, green]}}}]}, B: {}}
+transitions:
+  - {from: A, action: go, to: B, expects: {n: {type: integer, minimum: 1, maximum: 1000000}, name: {type: string, maxLength: 8, pattern: "^[a-z]+$"}, note: string}}
+`
+	d, err := workflow.Load("bounded.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := d.Transition("A", "go")
+	one, max, eight := 1.0, 1e6, 8
+	wantC := map[string]protocol.Constraint{"n": {Minimum: &one, Maximum: &max}, "name": {MaxLength: &eight, Pattern: "^[a-z]+$"}}
+	if !reflect.DeepEqual(tr.Expects, map[string]string{"n": "integer", "name": "string", "note": "string"}) || !reflect.DeepEqual(tr.Constraints, wantC) {
+		t.Fatalf("expects %v constraints %+v", tr.Expects, tr.Constraints)
+	}
+	st, _ := d.State("A")
+	if tool := st.Tools[0]; tool.Expects["colour"] != "string" || !reflect.DeepEqual(tool.Constraints["colour"].Enum, []any{"red", "green"}) {
+		t.Fatalf("tool %+v", tool)
+	}
+	b := workflow.New("bounded-v1", "A")
+	b.State("A").RowTool("pick", "", map[string]string{"colour": "str"}, "R").ToolConstraint("pick", "colour", protocol.Constraint{Enum: []any{"red", "green"}})
+	b.State("B")
+	b.Transition("A", "go", "B").ExpectWith("n", "integer", protocol.Constraint{Minimum: &one, Maximum: &max}).
+		ExpectWith("name", "string", protocol.Constraint{MaxLength: &eight, Pattern: "^[a-z]+$"}).Expect("note", "string")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, _ := g.Transition("A", "go")
+	gs, _ := g.State("A")
+	if !reflect.DeepEqual(gt.Constraints, tr.Constraints) || !reflect.DeepEqual(gs.Tools[0].Constraints, st.Tools[0].Constraints) {
+		t.Fatalf("builder constraints %+v, file %+v", gt.Constraints, tr.Constraints)
+	}
+}
+
+// Constraints that do not fit their field, or have the wrong shape, are
+// load errors with positions.
+func TestBadConstraintsAreRefused(t *testing.T) {
+	src := `workflow_id: bounded-v1
+initial_state: A
+states: {A: {}, B: {}}
+transitions:
+  - {from: A, action: a, to: B, expects: {s: {type: string, minimum: 1}}}
+  - {from: A, action: b, to: B, expects: {n: {type: number, pattern: "x"}}}
+  - {from: A, action: c, to: B, expects: {n: {type: number, minimum: 5, maximum: 1}}}
+  - {from: A, action: d, to: B, expects: {s: {type: string, pattern: "("}}}
+  - {from: A, action: e, to: B, expects: {n: {type: integer, enum: [1, x]}}}
+  - {from: A, action: f, to: B, expects: {n: {type: integer, max: 3}}}
+  - {from: A, action: g, to: B, expects: {n: {minimum: 3}}}
+  - {from: A, action: h, to: B, expects: {n: [integer]}}
+`
+	_, err := workflow.Load("bad.yaml", []byte(src), nil)
+	if err == nil {
+		t.Fatal("bad constraints loaded")
+	}
+	for _, want := range []string{
+		`bad.yaml:5:`, `transitions[0].expects.s: minimum and maximum bound numbers; field "s" is a string`,
+		`transitions[1].expects.n: pattern and maxLength bound strings; field "n" is a number`,
+		`transitions[2].expects.n: minimum 5 is greater than maximum 1`,
+		`transitions[3].expects.s.pattern: pattern does not compile`,
+		`transitions[4].expects.n.enum[1]: enum value x is not of type integer`,
+		`transitions[5].expects.n: unknown key "max"`,
+		`transitions[6].expects.n: an expected field's object needs a type`,
+		`transitions[7].expects.n: an expected field is a type name`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
 	}
 }

@@ -42,7 +42,17 @@ func newValidateCmd(env *Env) *cobra.Command {
 				} else {
 					r.WorkflowID, r.States = def.ID, len(def.States)
 					for _, w := range def.Warnings {
+						if w.DeadEnd {
+							// A run there could never end: serve warns, validate refuses.
+							w.Warning = false
+							r.Errors = append(r.Errors, f+":"+w.String())
+							continue
+						}
 						r.Warnings = append(r.Warnings, f+":"+w.String())
+					}
+					if len(r.Errors) > 0 {
+						r.Valid = false
+						failed++
 					}
 				}
 				results = append(results, r)
