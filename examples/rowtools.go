@@ -100,9 +100,9 @@ func NumberFacts() *workflow.Definition {
 			Options: []workflow.CLIOption{{Action: "multiply", Label: "Multiply a by b", Keys: "m"}}})
 	b.State("MULTIPLYING").
 		Hint("expr a * b runs as a background task through the directory row "+MultiplyRow+"; watch the stream: its progress lines name the invocation and its receipt.").
-		RowTask(MultiplyRow, "done", "failed").TaskOutput("product")
+		RowTask(MultiplyRow, "done", "failed").TaskOutput("product").TaskReceipt("receipt")
 	b.State("DONE").
-		Hint("Multiplied: the product is in the run's data (product). Its receipt is the task's invocation_result in the ledger; the progress lines and the run's history name its key.").
+		Hint("Multiplied: a * b = {data.product} (in the run's data as product). The ledger key of the multiplication is {data.receipt.key}, its receipt {data.receipt.inv_ID}: asmp history {data.receipt.key} shows it.").
 		Milestone("Multiplied")
 	b.State("FAILED").
 		Hint("The multiplication did not succeed (the run's history and the failing event say why; a server without " + ExecFlags + " refuses it). retry runs it again from EXPLORE, change goes back to SUBMIT for other numbers, cancel ends the run.").

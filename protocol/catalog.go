@@ -31,4 +31,7 @@ type Event struct {
 	To     string    `json:"to"`
 	Actor  string    `json:"actor"`
 	Status string    `json:"status"`
+	// Reason says why a background task failed, on the event its failure
+	// made (the failure action's transition, or the run's failed status).
+	Reason string `json:"reason,omitempty"`
 }

@@ -171,6 +171,15 @@ func (sb *StateBuilder) TaskOutput(key string) *StateBuilder {
 	return sb
 }
 
+// TaskReceipt names the run data key that receives a row task's ledger
+// record when it succeeds (see Task.Receipt). Call it after RowTask.
+func (sb *StateBuilder) TaskReceipt(key string) *StateBuilder {
+	if sb.s.Task != nil {
+		sb.s.Task.Receipt = key
+	}
+	return sb
+}
+
 // TransitionBuilder configures one transition.
 type TransitionBuilder struct{ t *Transition }
 

@@ -200,6 +200,10 @@ type Task struct {
 	// returned) action: a row's parsed JSON output (output_format json),
 	// else its standard output; a Go task's TaskContext.Result.
 	Output string
+	// Receipt, when set, is the run data key that receives a row task's
+	// ledger record when it succeeds: {"key": the invocation's ledger key,
+	// "inv_ID": its receipt}. Hints may quote it, e.g. {data.receipt.key}.
+	Receipt string
 }
 
 // TaskFunc runs a background task. It returns the action to fire (""

@@ -76,6 +76,7 @@ type fileTask struct {
 	OnSuccess string `yaml:"on_success"`
 	OnFailure string `yaml:"on_failure"`
 	Output    string `yaml:"output"`
+	Receipt   string `yaml:"receipt"`
 }
 
 type fileTransition struct {
@@ -221,7 +222,7 @@ func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
 		s.Resources = append(s.Resources, res)
 	}
 	if fs.Task != nil {
-		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output}
+		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output, Receipt: fs.Task.Receipt}
 	}
 	return s, problems
 }

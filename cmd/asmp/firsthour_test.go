@@ -1,11 +1,41 @@
 package main_test
 
 import (
+	"bufio"
+	"context"
+	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// streamLine reads the run's stream from its first event and returns the
+// first line that contains want (failing when the stream ends first).
+func streamLine(t *testing.T, p *proc, id, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/runs/"+id+"/stream", nil)
+	req.Header.Set("Last-Event-ID", "0")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	var seen []string
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
+			return sc.Text()
+		}
+		seen = append(seen, sc.Text())
+	}
+	t.Fatalf("stream ended without %q:\n%s", want, strings.Join(seen, "\n"))
+	return ""
+}
 
 func actionsOf(f map[string]any) []string {
 	var out []string
@@ -32,6 +62,24 @@ func TestNumberFactsHasAWayOut(t *testing.T) {
 	f := waitRun(t, p, id, nil, 20*time.Second)
 	if f["state"] != "FAILED" || !slices.Equal(actionsOf(f), []string{"retry", "change", "cancel"}) {
 		t.Fatalf("after the refused task: %v", f)
+	}
+	// Why it failed: in the frame's hint, on the failing event, in a later
+	// stream and in asmp watch, readable.
+	const why = "The background task of state MULTIPLYING failed: the directory row number-facts.multiply was refused (invocation task:"
+	if h, _ := f["hint"].(string); !strings.Contains(h, why) || !strings.Contains(h, "--allow-exec") {
+		t.Fatalf("FAILED hint: %q", h)
+	}
+	evs := jsonOf(t, p.do("GET", "/runs/"+id+"/events", nil), 200)["events"].([]any)
+	last := evs[len(evs)-1].(map[string]any)
+	if last["to"] != "FAILED" || !strings.Contains(last["reason"].(string), why) {
+		t.Fatalf("failing event: %v", last)
+	}
+	if line := streamLine(t, p, id, why); !strings.Contains(line, `"state":"FAILED"`) {
+		t.Fatalf("stream replay: %s", line)
+	}
+	out, err := exec.Command(binary, "watch", id, "--server", p.url, "--until-idle").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), why) {
+		t.Fatalf("watch: %v\n%s", err, out)
 	}
 	// change goes back to SUBMIT for other numbers.
 	if g := frameOf(t, p.do("POST", "/runs/"+id+"/transitions/change", nil), 200); g.State != "SUBMIT" {
