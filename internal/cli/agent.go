@@ -6,6 +6,8 @@ package cli
 //	asmp step RUN INPUT...
 //	asmp show RUN
 //	asmp watch RUN [--until-idle]
+//	asmp call RUN TOOL key=value...   (runcmds.go)
+//	asmp events RUN                   (runcmds.go)
 //
 // Readable text by default, ending with the exact next commands; --json
 // for machines (the contract is docs/CLI_JSON.md).
@@ -366,7 +368,7 @@ after a dropped connection.`,
 			if err != nil {
 				return agentError(out, f.json, err)
 			}
-			return agentError(out, f.json, watchRun(cmd.Context(), out, c, runID, f.json, untilIdle, heartbeats))
+			return agentError(out, f.json, watchRun(cmd.Context(), out, cmd.ErrOrStderr(), c, runID, f.json, untilIdle, heartbeats))
 		},
 	}
 	f.add(cmd)
@@ -375,8 +377,9 @@ after a dropped connection.`,
 	return cmd
 }
 
-func watchRun(ctx context.Context, out io.Writer, c *client.Client, runID string, asJSON, untilIdle, heartbeats bool) error {
+func watchRun(ctx context.Context, out, errOut io.Writer, c *client.Client, runID string, asJSON, untilIdle, heartbeats bool) error {
 	var last *protocol.StreamFrame
+	waiting := false // told the user the run waits for a client
 	for it, err := range c.Stream(ctx, runID, nil) {
 		if err != nil {
 			return err
@@ -400,6 +403,11 @@ func watchRun(ctx context.Context, out io.Writer, c *client.Client, runID string
 			if untilIdle && it.Frame.Status != protocol.StatusProcessing {
 				break
 			}
+			idle := it.Frame.Status != protocol.StatusProcessing && !protocol.Terminal(it.Frame.Status)
+			if idle && !waiting {
+				fmt.Fprintf(errOut, "asmp: run %s waits for an action in state %s (nothing changes until a client fires one: asmp show %s lists them). Watching for changes; stop with Ctrl-C, or use --until-idle to stop when the run waits.\n", runID, it.Frame.State, runID)
+			}
+			waiting = idle
 		}
 	}
 	if last == nil || asJSON {
@@ -460,6 +468,7 @@ type fired struct {
 type nextCmd struct {
 	Command string            `json:"command"`
 	Action  string            `json:"action,omitempty"`
+	Tool    string            `json:"tool,omitempty"`
 	Label   string            `json:"label,omitempty"`
 	Keys    string            `json:"keys,omitempty"`
 	Expects map[string]string `json:"expects,omitempty"`
@@ -625,6 +634,13 @@ func nextCommands(v runView) []nextCmd {
 			c.Command = strings.Join(parts, " ")
 		}
 		out = append(out, c)
+	}
+	for _, t := range f.Tools {
+		label := "call the tool " + t.Name
+		if t.Description != "" {
+			label += ": " + t.Description
+		}
+		out = append(out, nextCmd{Command: toolCommand(id, t), Tool: t.Name, Label: label, Expects: t.Expects})
 	}
 	if out == nil {
 		out = []nextCmd{{Command: "asmp show " + id, Label: "no action is offered now; look again later"}}
