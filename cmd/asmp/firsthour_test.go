@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -104,4 +106,19 @@ func TestServeWarnsAboutDeadEnds(t *testing.T) {
 	}
 	id := frameOf(t, p.do("POST", "/runs", nil), 201).RunID
 	frameOf(t, p.do("POST", "/runs/"+id+"/transitions/tick", map[string]any{"n": 1}), 200)
+}
+
+// The ledger's signing key is created beside the SQLite database, 0600,
+// never in the working directory.
+func TestSigningKeyBesideTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	p := serve(t, "--db", filepath.Join(dir, "runs.db"))
+	frameOf(t, p.do("POST", "/runs", nil), 201)
+	fi, err := os.Stat(filepath.Join(dir, "runs.db.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key beside the database: %v %v", fi, err)
+	}
+	if keys, _ := filepath.Glob("*.key"); len(keys) != 0 {
+		t.Fatalf("key files in the working directory: %v", keys)
+	}
 }

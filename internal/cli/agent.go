@@ -53,7 +53,7 @@ func (f *clientFlags) addFlags(cmd *cobra.Command, serverHelp string) {
 type agentFlags struct{ clientFlags }
 
 func (f *agentFlags) add(cmd *cobra.Command) {
-	f.addFlags(cmd, "ASMP server base URL (default: the run's remembered server, else $ASMP_URL)")
+	f.addFlags(cmd, serverHelp)
 }
 
 // client returns a client of the server runID lives on (see
@@ -87,21 +87,10 @@ func agentState(env *Env) (*agentstate.Store, error) {
 	return agentstate.Open(dir), nil
 }
 
-// agentServerFor picks the server of a run: --server, else the remembered
-// one, else $ASMP_URL.
+// agentServerFor picks the server of a run by the rule of every client
+// command (serverFor).
 func agentServerFor(env *Env, flag, runID string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if st, err := agentState(env); err == nil {
-		if e, ok, err := st.Lookup(runID); err == nil && ok {
-			return e.Server, nil
-		}
-	}
-	if u := agentGetenv(env)("ASMP_URL"); u != "" {
-		return u, nil
-	}
-	return "", fmt.Errorf("run %s is not known here: give its server with --server URL or set ASMP_URL", runID)
+	return serverFor(env, flag, runID), nil
 }
 
 // agentRemember records the run's server; failing to is not fatal.
@@ -155,7 +144,8 @@ func newStartCmd(env *Env) *cobra.Command {
 		Use:   "start [URL]",
 		Short: "Start a run and print its first state and the next commands (agent mode)",
 		Long: `Start a run of a workflow on an ASMP server and print where it is and what
-to type next. The server is the URL argument, else --server, else $ASMP_URL;
+to type next. The server is the URL argument, else --server, else $ASMP_URL,
+else http://127.0.0.1:8000;
 a workflow-scoped URL (…/w/WORKFLOW_ID) works too. The token is $ASMP_TOKEN.
 The run's server is remembered, so later commands need only the run id.`,
 		Example: `  asmp start http://127.0.0.1:8000 --workflow config-wizard-v1
@@ -163,16 +153,11 @@ The run's server is remembered, so later commands need only the run id.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			server := f.server
+			flag := f.server
 			if len(args) == 1 {
-				server = args[0]
+				flag = args[0]
 			}
-			if server == "" {
-				server = agentGetenv(env)("ASMP_URL")
-			}
-			if server == "" {
-				return agentError(out, f.json, errors.New("no server: give its URL (asmp start http://127.0.0.1:8000), --server URL, or set ASMP_URL"))
-			}
+			server := serverFor(env, flag, "")
 			var initial map[string]any
 			if data != "" {
 				m, err := readDataFlag(env, data)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/internal/agentstate"
 	"github.com/asmp-dev/asmp/internal/gctune"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
@@ -129,7 +131,12 @@ func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()
 		if err != nil {
 			return nil, "", "", err // never contains the password
 		}
-		return s, s.String(), ledgerKeyPath(), nil
+		keyPath, err := ledgerKeyPath(os.Getenv)
+		if err != nil {
+			s.Close()
+			return nil, "", "", err
+		}
+		return s, s.String(), keyPath, nil
 	default:
 		s, err := sqlite.Open(context.Background(), db, nil)
 		if err != nil {
@@ -140,13 +147,23 @@ func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()
 }
 
 // ledgerKeyPath is where a server on Postgres keeps the ledger's signing
-// key: ASMP_LEDGER_KEY, else asmp-ledger.key in the working directory.
-// Replicas of one ledger must share it (give them the same file).
-func ledgerKeyPath() string {
-	if p := os.Getenv("ASMP_LEDGER_KEY"); p != "" {
-		return p
+// key: ASMP_LEDGER_KEY, else asmp-ledger.key in the user's asmp state
+// directory (ASMP_STATE_DIR, else the user config directory's asmp/),
+// created 0700 if missing; never the working directory, where `git add .`
+// would pick it up. Replicas of one ledger must share it (give them the
+// same file).
+func ledgerKeyPath(getenv func(string) string) (string, error) {
+	if p := getenv("ASMP_LEDGER_KEY"); p != "" {
+		return p, nil
 	}
-	return "asmp-ledger.key"
+	dir, err := agentstate.Dir(getenv)
+	if err != nil {
+		return "", fmt.Errorf("no directory for the ledger's signing key (set ASMP_LEDGER_KEY or ASMP_STATE_DIR): %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating the directory of the ledger's signing key: %w", err)
+	}
+	return filepath.Join(dir, "asmp-ledger.key"), nil
 }
 
 func loadWorkflows(files []string) ([]*workflow.Definition, error) {
