@@ -122,3 +122,46 @@ func TestSigningKeyBesideTheDatabase(t *testing.T) {
 		t.Fatalf("key files in the working directory: %v", keys)
 	}
 }
+
+// asmpCmd runs a client command of the binary against p, with its own
+// state directory; it returns the exit code, stdout and stderr.
+func asmpCmd(t *testing.T, p *proc, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "ASMP_URL="+p.url, "ASMP_STATE_DIR="+t.TempDir())
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// Hints fit their readers: the CLI object (TUI, attach) carries the human
+// hint, quoting the run's own data; the frame keeps the agent's. A typo is
+// answered with the nearest action only; command line users are told the
+// command, not the HTTP route.
+func TestHintsFitTheirReaders(t *testing.T) {
+	p := serve(t, "--db", ":memory:")
+	f := frameOf(t, p.do("POST", "/runs", map[string]any{"workflow_id": "expense-approval-v1"}), 201)
+	id := f.RunID
+	if c := cliOf(t, p.do("GET", "/runs/"+id+"/cli", nil)); !strings.Contains(f.Hint, "POST submit") || strings.Contains(c.Hint, "POST") || c.Hint == "" {
+		t.Fatalf("SUBMIT: frame hint %q, cli hint %q", f.Hint, c.Hint)
+	}
+	frameOf(t, p.do("POST", "/runs/"+id+"/transitions/submit", map[string]any{"amount": 12.5, "description": "Team lunch"}), 200)
+	if c := cliOf(t, p.do("GET", "/runs/"+id+"/cli", nil)); !strings.HasPrefix(c.Hint, "Team lunch: 12.5 EUR.") {
+		t.Fatalf("REVIEW cli hint %q", c.Hint)
+	}
+	code, _, errOut := asmpCmd(t, p, "step", id, "aprove")
+	if code != 1 || strings.TrimSpace(errOut) != `asmp: "aprove" is not an option. Did you mean "approve"?` {
+		t.Fatalf("typo: %d %q", code, errOut)
+	}
+	code, _, errOut = asmpCmd(t, p, "show", "0190aaaa-0000-7000-8000-000000000000")
+	if code != 1 || strings.Contains(errOut, "POST /runs") || !strings.Contains(errOut, "Start one with `asmp start`") {
+		t.Fatalf("unknown run: %d %q", code, errOut)
+	}
+}

@@ -106,6 +106,7 @@ func agentError(out io.Writer, asJSON bool, err error) error {
 	if err == nil || !asJSON {
 		return err
 	}
+	forCLI(err)
 	body := map[string]any{"code": protocol.EInvalid, "hint": client.HintOf(err)}
 	var ce *client.Error
 	var pe *protocol.Error

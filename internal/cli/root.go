@@ -11,9 +11,11 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -91,7 +93,28 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// apiOnlyHints are phrases of server hints written for HTTP clients, and
+// what a user of the command line does instead.
+var apiOnlyHints = strings.NewReplacer(
+	"Start one with POST /runs.", "Start one with `asmp start` (asmp start --workflow ID for another workflow).",
+)
+
+// forCLI rewords the HTTP-facing advice in err's hint for command line
+// users, in place, and returns err.
+func forCLI(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		ce.Hint = apiOnlyHints.Replace(ce.Hint)
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		pe.Hint = apiOnlyHints.Replace(pe.Hint)
+	}
+	return err
+}
+
 func printError(w io.Writer, err error) {
+	forCLI(err)
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
 		fmt.Fprintf(w, "asmp: %s\n", pe.Hint)
