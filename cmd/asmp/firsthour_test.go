@@ -3,10 +3,12 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +165,72 @@ func TestHintsFitTheirReaders(t *testing.T) {
 	code, _, errOut = asmpCmd(t, p, "show", "0190aaaa-0000-7000-8000-000000000000")
 	if code != 1 || strings.Contains(errOut, "POST /runs") || !strings.Contains(errOut, "Start one with `asmp start`") {
 		t.Fatalf("unknown run: %d %q", code, errOut)
+	}
+}
+
+// The first minutes: serve says where to go next; a browser at / gets a
+// page; a busy port is found before anything is created; mistaken flags
+// and a missing run id are explained; graph takes built-in ids.
+func TestFirstMinutes(t *testing.T) {
+	dir := t.TempDir()
+	p := serve(t, "--db", filepath.Join(dir, "first.db"))
+	if log := p.stderr.String(); !strings.Contains(log, "asmp attach "+p.url) || !strings.Contains(log, p.url+"/openapi.json") || !strings.Contains(log, p.url+"/visualize") {
+		t.Fatalf("serve says nothing about what next:\n%s", log)
+	}
+	page := p.do("GET", "/", nil, "Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	if page.status != 200 || !strings.HasPrefix(page.header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(page.body), `href="`+p.url+`/visualize?workflow_id=expense-approval-v1"`) || !strings.Contains(string(page.body), `href="`+p.url+`/openapi.json"`) {
+		t.Fatalf("browser at /: %d %s\n%s", page.status, page.header, page.body)
+	}
+	for _, accept := range []string{"", "application/json", "*/*"} {
+		if f := frameOf(t, p.do("GET", "/", nil, "Accept", accept), 200); len(f.NextStates) != 3 {
+			t.Fatalf("Accept %q: %+v", accept, f)
+		}
+	}
+
+	// A busy port: an error naming --addr, and no database or key created.
+	busy := filepath.Join(t.TempDir(), "busy.db")
+	addr := strings.TrimPrefix(p.url, "http://")
+	out, err := exec.Command(binary, "serve", "--addr", addr, "--db", busy).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "address is in use") || !strings.Contains(string(out), "--addr") {
+		t.Fatalf("busy port: %v\n%s", err, out)
+	}
+	if left, _ := filepath.Glob(busy + "*"); len(left) != 0 {
+		t.Fatalf("a refused serve created %v", left)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--port", "9000"}, "takes the whole address to listen on, e.g. --addr 127.0.0.1:9000"},
+		{[]string{"show"}, "show needs a run id: asmp show RUN"},
+		{[]string{"step"}, "A run's id is printed by asmp start"},
+	} {
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Fatalf("asmp %v: %v\n%s", c.args, err, out)
+		}
+	}
+	out, err = exec.Command(binary, "graph", "expense-approval-v1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUBMIT --> REVIEW") {
+		t.Fatalf("graph of a built-in id: %v\n%s", err, out)
+	}
+}
+
+// The seed's row ships in examples/ as the README uses it.
+func TestSeedRowShipsInExamples(t *testing.T) {
+	shipped, err := os.ReadFile("../../examples/my-cli-tool-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := os.ReadFile("../../oip/testdata/seed_dispatch.json")
+	var a, b any
+	if json.Unmarshal(shipped, &a) != nil || json.Unmarshal(seed, &b) != nil || !reflect.DeepEqual(a, b) {
+		t.Fatalf("examples/my-cli-tool-v1.json is not the seed's dispatch")
+	}
+	p := serve(t, "--db", ":memory:")
+	if code, out, errOut := asmpCmd(t, p, "dispatch", "../../examples/my-cli-tool-v1.json"); code != 0 || !strings.Contains(out, "my-cli-tool-v1") {
+		t.Fatalf("dispatch: %d %s %s", code, out, errOut)
 	}
 }

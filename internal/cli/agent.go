@@ -243,7 +243,7 @@ or not: the server's answer says why it is refused.
 
 The action fires only if the run is still in the state INPUT was resolved
 against (If-Match); otherwise nothing happens and the error says so.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: runArgs(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID, input := args[0], args[1:]
@@ -315,7 +315,7 @@ func newShowCmd(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Print the run's state, its CLI prompt and the next commands (agent mode)",
-		Args:  cobra.ExactArgs(1),
+		Args:  runArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			c, err := f.client(env, args[0])
@@ -346,7 +346,7 @@ With --until-idle, stop as soon as the run is not processing (it waits for a
 client, or has ended) and print the next commands. With --json, print the
 stream's NDJSON lines as the server sends them. The stream resumes by itself
 after a dropped connection.`,
-		Args: cobra.ExactArgs(1),
+		Args: runArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID := args[0]

@@ -38,9 +38,11 @@ func TestAttachPlainFromPipe(t *testing.T) {
 	id := s[strings.Index(s, "Run id: ")+len("Run id: "):]
 	id = strings.TrimSpace(id)
 	a.ok([]string{"show", id}, "Done: run "+id+" completed in state DONE.")
-	// Errors: an unknown run, no server.
+	// Errors: an unknown run, a server that does not answer (ASMP_URL
+	// comes before the default http://127.0.0.1:8000).
 	a.fails([]string{"attach", url, "--run", "0190aaaa-0000-7000-8000-000000000000"}, "Run not found")
-	a.fails([]string{"attach"}, "no server")
+	a.env = append(a.env, "ASMP_URL=http://127.0.0.1:1")
+	a.fails([]string{"attach"}, "cannot reach the ASMP server at http://127.0.0.1:1")
 }
 
 // tmuxOrSkip returns the tmux binary; without it, the test is skipped

@@ -47,6 +47,7 @@ func NewRoot(env *Env) *cobra.Command {
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
@@ -54,6 +55,31 @@ func NewRoot(env *Env) *cobra.Command {
 		root.AddCommand(f(env))
 	}
 	return root
+}
+
+// flagError points a mistyped flag at the one meant, and at --help.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	for _, port := range []string{"unknown flag: --port", "unknown shorthand flag: 'p'"} {
+		if strings.HasPrefix(msg, port) && cmd.Flags().Lookup("addr") != nil {
+			return fmt.Errorf("%s: %s takes the whole address to listen on, e.g. --addr 127.0.0.1:9000", msg, cmd.CommandPath())
+		}
+	}
+	return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+}
+
+// runArgs is the Args check of commands that take a run id first: a
+// missing id is explained, with where to find one.
+func runArgs(minRest int, maxRest int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs a run id: %s. A run's id is printed by asmp start (Run: …) and by asmp attach, and is the run_id of every frame; start one with asmp start", cmd.Name(), cmd.UseLine())
+		}
+		if n := len(args) - 1; n < minRest || (maxRest >= 0 && n > maxRest) {
+			return fmt.Errorf("usage: %s", cmd.UseLine())
+		}
+		return nil
+	}
 }
 
 func version() string {

@@ -31,7 +31,7 @@ tool's expects (numbers=360,17 or numbers='[360, 17]' for an array), or one
 JSON object. The result is printed as JSON; the run does not move.`,
 		Example: `  asmp call RUN policy_check amount=1500
   asmp call RUN factor numbers='[360, 17]'`,
-		Args: cobra.MinimumNArgs(2),
+		Args: runArgs(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID, tool, input := args[0], args[1], args[2:]
@@ -110,7 +110,7 @@ func newEventsCmd(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events RUN",
 		Short: "Print the run's history: every change with its time, action, states, actor and failure reason",
-		Args:  cobra.ExactArgs(1),
+		Args:  runArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			c, err := f.client(env, args[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -183,6 +184,16 @@ func loadWorkflows(files []string) ([]*workflow.Definition, error) {
 	return defs, errors.Join(errs...)
 }
 
+// writeServeNext tells whoever started the server where to go next.
+func writeServeNext(w io.Writer, url string) {
+	fmt.Fprintf(w, `Next:
+  asmp attach %[1]s    drive a run in the terminal UI (asmp start %[1]s for agent mode)
+  %[1]s/ in a browser    links to the state diagrams (%[1]s/visualize) and the API description (%[1]s/openapi.json)
+  curl %[1]s/          the discovery frame: one start action per workflow
+Docs: README.md (walkthrough, clients, workflow files) and docs/ in the asmp repository.
+`, url)
+}
+
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -232,6 +243,16 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.retention < 0 {
 		return fmt.Errorf("--retention %s: use a positive duration such as 720h, or 0 to keep every run", f.retention)
 	}
+	// Listen before anything is created, so that a busy port is reported
+	// before a database, a signing key and example rows appear.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: the address is in use (another asmp serve?): stop that server, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:8001", f.addr)
+		}
+		return fmt.Errorf("listen on %s: %w", f.addr, err)
+	}
+	defer ln.Close()
 	var eng *engine.Engine
 	resume := func() {
 		if eng != nil {
@@ -298,10 +319,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			log.Error("following other replicas' commits stopped", "err", err)
 		}
 	}()
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", f.addr, err)
-	}
 	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: f.workers, Lease: f.taskLease})
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	defer stopKeeping()
@@ -332,7 +349,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.publicURL != "" {
 		url = f.publicURL
 	}
-	fmt.Fprintf(env.Stderr, "asmp %s listening on http://%s\n", version(), ln.Addr())
+	// One write, so that whoever reads the listening line has the rest.
+	var started strings.Builder
+	fmt.Fprintf(&started, "asmp %s listening on http://%s\n", version(), ln.Addr())
+	writeServeNext(&started, url)
+	io.WriteString(env.Stderr, started.String())
 	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
 
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
