@@ -20,6 +20,7 @@ import (
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 func newEngine(t *testing.T) *engine.Engine {
@@ -120,10 +121,19 @@ func TestArrowsAndStreamUpdates(t *testing.T) {
 			if _, err := b.Transition(t.Context(), run.RunID, "start", nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			screen(t, tm, "Set value", "value (string):")
+			screen(t, tm, "Set value", "value (string):", "Moved to CONFIGURE by another client; what you typed was discarded.", "space go on")
+			// Keys meant for the state the run left do nothing, Enter included.
+			tm.Type("y")
+			tm.Send(key(tea.KeyEnter))
+			tm.Type("1")
+			tm.Type(" ")
+			screen(t, tm, "The run is at CONFIGURE.")
+			if f, err := b.Frame(t.Context(), run.RunID); err != nil || f.State != "CONFIGURE" {
+				t.Fatalf("keys typed for the old state moved the run: %v %v", f, err)
+			}
 			tm.Type("x")
 			tm.Send(key(tea.KeyEnter))
-			screen(t, tm, "Apply configuration?")
+			screen(t, tm, "Apply configuration?", "Chose Save.")
 			tm.Send(key(tea.KeyDown))
 			screen(t, tm, "> 2. No, cancel")
 			tm.Send(key(tea.KeyEnter))
@@ -344,5 +354,41 @@ func TestPlainCriticalActionAsksFirst(t *testing.T) {
 	r, err = tui.RunPlain(t.Context(), tui.Options{Backend: b, RunID: id, Yes: true, In: strings.NewReader("reject too much\n"), Out: &out, ASCII: true})
 	if err != nil || r.State != "REJECTED" || strings.Contains(out.String(), "Send it?") {
 		t.Fatalf("with Yes: %+v %v\n%s", r, err, out.String())
+	}
+}
+
+// A state without a CLI hook: its options get keys, and the generated
+// input hint is shown only in the form it belongs to, not as a leftover
+// label under the list.
+func TestStateWithoutHook(t *testing.T) {
+	def, err := workflow.Load("nohook.yaml", []byte(`workflow_id: nohook-v1
+initial_state: DECIDE
+states: {DECIDE: {hint: Decide.}, OK: {hint: Approved.}, NO: {hint: Rejected.}}
+transitions:
+  - {from: DECIDE, action: approve, to: OK}
+  - {from: DECIDE, action: reject, to: NO, expects: {reason: string}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(memstore.New(), []*workflow.Definition{def}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := client.NewLocal(eng)
+	tm := start(t, tui.Options{Backend: b})
+	var shown []byte
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		shown = b
+		return bytes.Contains(b, []byte("> 1. approve [a]")) && bytes.Contains(b, []byte("  2. reject [e] reason (string)")) && bytes.Contains(b, []byte("1-9 pick"))
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	if bytes.Contains(shown, []byte("reason (string):")) {
+		t.Fatalf("a leftover input label is shown under the options:\n%s", shown)
+	}
+	tm.Type("a")
+	screen(t, tm, "State:  OK")
+	tm.Send(key(tea.KeyEnter))
+	if r := finalResult(t, tm); r.State != "OK" {
+		t.Fatalf("result = %+v", r)
 	}
 }
