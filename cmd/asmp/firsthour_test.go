@@ -234,3 +234,88 @@ func TestSeedRowShipsInExamples(t *testing.T) {
 		t.Fatalf("dispatch: %d %s %s", code, out, errOut)
 	}
 }
+
+// valueFor is what a client that knows only a field's type sends.
+func valueFor(typ string) any {
+	switch typ {
+	case "number", "integer":
+		return 1
+	case "boolean":
+		return true
+	case "array":
+		return []any{}
+	case "object":
+		return map[string]any{}
+	}
+	return "x"
+}
+
+// Every built-in workflow, walked from its start to a terminal state under
+// a bare asmp serve (no exec flags), using only what the frames, hints and
+// CLI objects say: the discovery frame's start hrefs, the CLI options (an
+// option not yet taken in that state first), the expects of the offered
+// transitions, and waiting while a task processes. A workflow whose rows
+// need exec says which flags in its first hint.
+func TestEveryBuiltinWorkflowEnds(t *testing.T) {
+	p := serve(t, "--db", filepath.Join(t.TempDir(), "walk.db"))
+	disc := frameOf(t, p.do("GET", "/", nil), 200)
+	if len(disc.NextStates) != 3 {
+		t.Fatalf("discovery offers %d workflows", len(disc.NextStates))
+	}
+	for _, start := range disc.NextStates {
+		t.Run(start.Action, func(t *testing.T) {
+			r, err := p.try("POST", strings.TrimPrefix(start.Href, p.url), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := frameOf(t, r, 201)
+			if f.WorkflowID == "number-facts-v1" && !strings.Contains(f.Hint, "--allow-exec --exec-allow factor --exec-allow expr") {
+				t.Errorf("number-facts' first hint does not name the flags it needs: %q", f.Hint)
+			}
+			taken := map[string]map[string]int{}
+			var path []string
+			for step := 0; ; step++ {
+				if step > 40 {
+					t.Fatalf("no terminal state after 40 steps: %s", strings.Join(path, " "))
+				}
+				if f.Status == "processing" {
+					waitRun(t, p, f.RunID, nil, 30*time.Second)
+					f = frameOf(t, p.do("GET", "/runs/"+f.RunID, nil), 200)
+					continue
+				}
+				if f.Status == "completed" || f.Status == "failed" {
+					break
+				}
+				cli := cliOf(t, p.do("GET", "/runs/"+f.RunID+"/cli", nil))
+				if len(cli.Options) == 0 {
+					t.Fatalf("state %s offers nothing and is not terminal (hint %q)", f.State, f.Hint)
+				}
+				if taken[f.State] == nil {
+					taken[f.State] = map[string]int{}
+				}
+				pick := cli.Options[0].Action
+				for _, o := range cli.Options {
+					if taken[f.State][o.Action] < taken[f.State][pick] {
+						pick = o.Action
+					}
+				}
+				taken[f.State][pick]++
+				ns, ok := f.Action(pick)
+				if !ok {
+					t.Fatalf("CLI option %s is not in the frame's next_states", pick)
+				}
+				body := map[string]any{}
+				for k, typ := range ns.Expects {
+					body[k] = valueFor(typ)
+				}
+				path = append(path, f.State+" -"+pick+"->")
+				r, err := p.try("POST", strings.TrimPrefix(ns.Href, p.url), body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f = frameOf(t, r, 200)
+			}
+			t.Logf("%s: %s %s [%s]", f.WorkflowID, strings.Join(path, " "), f.State, f.Status)
+		})
+	}
+}
