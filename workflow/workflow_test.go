@@ -396,3 +396,36 @@ transitions:
 		}
 	}
 }
+
+// A reachable state from which no terminal state can be reached is a
+// DeadEnd warning naming the path to it; every built-in workflow has none.
+func TestDeadEndsAreFound(t *testing.T) {
+	d, err := workflow.Load("trap.yaml", []byte(`workflow_id: trap-v1
+initial_state: A
+states: {A: {}, B: {}, C: {}, END: {}, T: {task: {row: R, on_success: ok}}, OK: {}}
+transitions:
+  - {from: A, action: go, to: B}
+  - {from: A, action: stop, to: END}
+  - {from: A, action: work, to: T}
+  - {from: T, action: ok, to: OK}
+  - {from: B, action: on, to: C}
+  - {from: C, action: back, to: B}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead []string
+	for _, w := range d.Warnings {
+		if w.DeadEnd {
+			dead = append(dead, w.String())
+		}
+	}
+	if len(dead) != 2 || !strings.Contains(dead[0], "state B (path A -go-> B)") || !strings.Contains(dead[1], "state C (path A -go-> B -on-> C)") {
+		t.Fatalf("dead ends = %q", dead)
+	}
+	for _, def := range append(examples.All(), examples.NumberFacts()) {
+		for _, w := range def.Warnings {
+			t.Errorf("%s: %s", def.ID, w)
+		}
+	}
+}
