@@ -312,6 +312,7 @@ func loadRun(ctx context.Context, b client.Backend, runID string) (*client.RunFr
 
 func newShowCmd(env *Env) *cobra.Command {
 	var f agentFlags
+	var history bool
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Print the run's state, its CLI prompt and the next commands (agent mode)",
@@ -327,10 +328,19 @@ func newShowCmd(env *Env) *cobra.Command {
 				return agentError(out, f.json, err)
 			}
 			agentRemember(env, c.BaseURL(), frame)
+			if history && !f.json {
+				log, err := c.Events(cmd.Context(), args[0])
+				if err != nil {
+					return agentError(out, f.json, err)
+				}
+				writeEvents(out, log)
+				fmt.Fprintln(out)
+			}
 			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: frame, CLI: cli})
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().BoolVar(&history, "history", false, "print the run's history first (as asmp events does; with --json use asmp events --json)")
 	return cmd
 }
 

@@ -46,6 +46,7 @@ func TestAgentModeCallAndEvents(t *testing.T) {
 
 	a.ok([]string{"step", id, "submit", "amount=12.5", "description=Team lunch"}, "State:  REVIEW")
 	a.ok([]string{"events", id}, "Run "+id+" (expense-approval-v1): 2 events", "[1] ", "created", "[2] ", "transition submit  SUBMIT → REVIEW  by anonymous  [active]")
+	a.ok([]string{"show", id, "--history"}, "[2] ", "transition submit  SUBMIT → REVIEW", "State:  REVIEW")
 	var log struct {
 		Events []map[string]any `json:"events"`
 	}
