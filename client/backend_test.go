@@ -200,7 +200,7 @@ func TestConfigWizardThroughResolve(t *testing.T) {
 			wantInput  map[string]any
 			state      string
 		}{
-			{"1", "Config wizard", []protocol.CLIOption{{Action: "start", Label: "Start wizard", Keys: "1"}}, "", "start", map[string]any{}, "CONFIGURE"},
+			{"1", "Config wizard", []protocol.CLIOption{{Action: "start", Label: "Start wizard", Keys: "1"}, {Action: "exit", Label: "Exit", Keys: "2"}}, "", "start", map[string]any{}, "CONFIGURE"},
 			{"dark mode", "Set value", []protocol.CLIOption{{Action: "save", Label: "Save", Keys: "enter"}}, "Value (string):", "save", map[string]any{"value": "dark mode"}, "CONFIRM"},
 			{"y", "Apply configuration?", []protocol.CLIOption{{Action: "confirm", Label: "Yes, apply", Keys: "y"}, {Action: "cancel", Label: "No, cancel", Keys: "n"}}, "", "confirm", map[string]any{}, "DONE"},
 		}
@@ -286,7 +286,7 @@ func TestErrorsKeepTheirHints(t *testing.T) {
 		// 403: not offered now; the hint names the state and the offered actions.
 		_, err = f.b.Transition(ctx, run.RunID, "confirm", nil, nil)
 		ce := wantError(t, err, 403, "INITIAL", "start")
-		if !client.IsForbidden(err) || !slices.Equal(ce.Allowed(), []string{"start"}) {
+		if !client.IsForbidden(err) || !slices.Equal(ce.Allowed(), []string{"start", "exit"}) {
 			t.Fatalf("403 allowed = %v", ce.Allowed())
 		}
 		must(f.b.Transition(ctx, run.RunID, "start", nil, nil))(t)

@@ -56,6 +56,7 @@ func Example() {
 	// Output:
 	// Config wizard — Press 1 to start, or 2 to exit.
 	//   1) Start wizard [1]
+	//   2) Exit [2]
 	// > 1  => start map[]
 	// Set value — Enter your config value, then choose Save.
 	//   1) Save [enter]

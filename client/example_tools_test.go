@@ -47,6 +47,7 @@ func ExampleClient_Call() {
 	}
 	// Output:
 	//   tool start {"additionalProperties":false,"properties":{},"required":[],"type":"object"}
+	//   tool exit {"additionalProperties":false,"properties":{},"required":[],"type":"object"}
 	// start {} => CONFIGURE
 	//   tool save {"additionalProperties":false,"properties":{"value":{"type":"string"}},"required":["value"],"type":"object"}
 	// save {"value": 42} => refused: Field "value" must be a string, got integer.

@@ -280,11 +280,19 @@ func (r *resolver) freeText(raw string, toks []string, fromText bool) (string, m
 	}
 	c := with[0]
 	if len(toks) == 1 && !strings.ContainsAny(t, " \t") {
+		// A typo of an action: suggest only the nearest action, never
+		// the input option (it may be critical, as reject is).
+		var best *choice
+		bestD := 0
 		for _, o := range r.choices {
 			if o != c && nearMiss(t, o.opt.Action) {
-				return "", nil, invalid("%q is not an option. Did you mean %q? To give %q as input, type %q.",
-					clip(t), o.opt.Action, clip(t), c.opt.Action+" "+t)
+				if d := levenshtein(strings.ToLower(t), strings.ToLower(o.opt.Action), 3); best == nil || d < bestD {
+					best, bestD = o, d
+				}
 			}
+		}
+		if best != nil {
+			return "", nil, invalid("%q is not an option. Did you mean %q?", clip(t), best.opt.Action)
 		}
 	}
 	if c.critical && len(r.choices) > 1 {

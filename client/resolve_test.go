@@ -88,7 +88,7 @@ func TestResolve(t *testing.T) {
 		{"critical needs its name", review, "too expensive", "", "", []string{"critical", "reject <reason>"}},
 		{"critical by name", review, "reject too expensive", "reject", `{"reason":"too expensive"}`, nil},
 		{"critical by key", review, "r over budget", "reject", `{"reason":"over budget"}`, nil},
-		{"near miss", review, "aprove", "", "", []string{`Did you mean "approve"`}},
+		{"near miss", review, "aprove", "", "", []string{`"aprove" is not an option. Did you mean "approve"?`}},
 		{"several fields", submit, `submit amount=12.5 description="Team lunch" urgent=yes tags=a,b,3 count=2`, "submit",
 			`{"amount":12.5,"count":2,"description":"Team lunch","tags":["a","b",3],"urgent":true}`, nil},
 		{"several fields as free text", submit, `amount=7 description='x' urgent=0 tags=[] count=1`, "submit",
@@ -225,5 +225,14 @@ func TestParseValue(t *testing.T) {
 	}
 	if v, _ := client.ParseValue("number", "3"); v != int64(3) {
 		t.Errorf("number 3 = %#v, want int64", v)
+	}
+}
+
+// A typo of an action suggests that action only: never the option that
+// takes free text, which here is the critical reject.
+func TestNearMissSuggestsOnlyTheAction(t *testing.T) {
+	_, _, err := client.Resolve(review.CLI, review.Frame, "aprove")
+	if err == nil || err.Error() != `"aprove" is not an option. Did you mean "approve"?` {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -90,16 +90,17 @@ func Tools(frame protocol.Frame) ([]ToolDef, error) {
 }
 
 // ToolsWithCLI is Tools with descriptions from the run's CLI object too:
-// an action's description is its option label and the CLI hint (else the
-// frame's hint).
+// an action's description is its option label and the frame's hint (the
+// one written for agents; the CLI hint is the human one, used only when
+// the frame has none).
 func ToolsWithCLI(frame protocol.Frame, cli protocol.CLI) ([]ToolDef, error) {
 	labels := make(map[string]string, len(cli.Options))
 	for _, o := range cli.Options {
 		labels[o.Action] = o.Label
 	}
-	hint := cli.Hint
+	hint := frame.Hint
 	if hint == "" {
-		hint = frame.Hint
+		hint = cli.Hint
 	}
 	taken := map[string]bool{}
 	owner := map[string]string{}

@@ -35,7 +35,7 @@ func (e *Engine) EventLog(ctx context.Context, r *Run, after int64, limit int) (
 	for i := range evs {
 		ev := &evs[i]
 		log.Events[i] = protocol.Event{ID: ev.Seq, Time: ev.Time.UTC(), Kind: ev.Kind, Action: ev.Action,
-			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(r.Def, ev)}
+			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(r.Def, ev), Reason: ev.Error}
 	}
 	return log, nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	neturl "net/url"
 	"strings"
 
@@ -70,11 +71,9 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 		f.Data = data
 	}
 	if st != nil {
-		f.Hint = st.Hint
+		f.Hint = expandHint(st.Hint, data)
 	}
-	if snap.Status == protocol.StatusFailed && snap.Error != "" {
-		f.Hint = snap.Error
-	}
+	f.Hint = failureHint(f.Hint, snap)
 	for _, t := range offered {
 		f.NextStates = append(f.NextStates, protocol.NextState{
 			Action:     t.Action,
@@ -113,6 +112,69 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	return f
 }
 
+// failureHint puts a task's failure reason in front of the state's hint: in
+// place of it when the run is failed, before it in the state the failure
+// action led to (until the run moves on).
+func failureHint(hint string, snap store.Snapshot) string {
+	switch {
+	case snap.Error == "":
+		return hint
+	case snap.Status == protocol.StatusFailed || hint == "":
+		return snap.Error
+	}
+	return snap.Error + " " + hint
+}
+
+// expandHint replaces each {data.PATH} in hint (PATH: keys separated by
+// dots) with that value of the run's data: strings as they are, other
+// values as JSON. A placeholder whose value is missing stays as written.
+func expandHint(hint string, data map[string]any) string {
+	if !strings.Contains(hint, "{data.") {
+		return hint
+	}
+	var b strings.Builder
+	rest := hint
+	for {
+		i := strings.Index(rest, "{data.")
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		b.WriteString(rest[:i])
+		ph := rest[i : i+j+1]
+		if v, ok := dataAt(data, ph[len("{data."):len(ph)-1]); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(ph)
+		}
+		rest = rest[i+j+1:]
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// dataAt renders the value at a dotted path of data.
+func dataAt(data map[string]any, path string) (string, bool) {
+	var cur any = data
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if cur, ok = m[k]; !ok {
+			return "", false
+		}
+	}
+	if s, ok := cur.(string); ok {
+		return s, true
+	}
+	b, err := json.Marshal(cur)
+	return string(b), err == nil
+}
+
 func escapePath(p string) string {
 	return (&neturl.URL{Path: p}).EscapedPath()
 }
@@ -125,9 +187,6 @@ func (e *Engine) CLI(r *Run) protocol.CLI {
 	hint := ""
 	if st != nil {
 		hint = st.Hint
-	}
-	if r.Snapshot.Status == protocol.StatusFailed && r.Snapshot.Error != "" {
-		hint = r.Snapshot.Error
 	}
 	c := protocol.CLI{Prompt: protocol.DefaultPrompt, Hint: hint, RunID: r.ID}
 	var hook *workflow.CLIHook
@@ -159,6 +218,7 @@ func (e *Engine) CLI(r *Run) protocol.CLI {
 	if hook == nil {
 		c.InputHint = generatedInputHint(offered)
 	}
+	c.Hint = failureHint(expandHint(c.Hint, r.Data), r.Snapshot)
 	return c
 }
 

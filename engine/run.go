@@ -179,6 +179,10 @@ type TransitionOptions struct {
 	task *store.Task
 	// set are data keys the transition also sets (a task's output).
 	set map[string]any
+	// failure is why a task failed, when it fires its failure action:
+	// stored on the run and the event (Snapshot.Error) and shown in the
+	// frame's hint until the run moves on.
+	failure string
 }
 
 // Offered returns the transitions offered now, in declaration order: those
@@ -263,6 +267,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	if err := protocol.CheckExpects(t.Expects, input); err != nil {
 		return nil, err
 	}
+	if err := protocol.CheckConstraints(t.Constraints, input); err != nil {
+		return nil, err
+	}
 	data := r.Data
 	if len(t.Expects) > 0 || len(o.set) > 0 {
 		data = make(map[string]any, len(r.Data)+len(t.Expects)+len(o.set))
@@ -286,7 +293,7 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	}
 	to, _ := r.Def.State(t.To)
 	now := e.now().UTC()
-	snap := store.Snapshot{State: t.To, Data: raw, Milestones: r.Milestones}
+	snap := store.Snapshot{State: t.To, Data: raw, Milestones: r.Milestones, Error: o.failure}
 	if to.Milestone != "" {
 		ms := make([]string, len(r.Milestones), len(r.Milestones)+1)
 		copy(ms, r.Milestones)

@@ -58,6 +58,9 @@ func (e *Engine) InvokeTool(ctx context.Context, runID, name string, input map[s
 	if err := protocol.CheckExpects(t.Expects, input); err != nil {
 		return nil, err
 	}
+	if err := protocol.CheckConstraints(t.Constraints, input); err != nil {
+		return nil, err
+	}
 	if t.Handler != nil {
 		res, err := t.Handler(ctx, workflow.ToolCall{RunID: r.ID, State: r.State, Data: r.Data, Input: input})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,7 +188,7 @@ func (w *Workers) run(t store.Task) {
 			}
 		}
 	}()
-	action, output, terr := w.execute(ctx, r, st, t)
+	action, output, receipt, terr := w.execute(ctx, r, st, t)
 	close(leaseDone)
 	if w.ctx.Err() != nil && (terr != nil || action == "") {
 		// Shutting down: hand the task back instead of failing the run.
@@ -196,7 +197,13 @@ func (w *Workers) run(t store.Task) {
 		}
 		return
 	}
-	w.apply(r, st, t, action, output, terr, log)
+	w.apply(r, st, t, action, taskResult{output, receipt}, terr, log)
+}
+
+// taskResult is what a successful task leaves for the run's data: its
+// output (Task.Output) and a row task's ledger record (Task.Receipt).
+type taskResult struct {
+	output, receipt any
 }
 
 // jsonValue turns a task's result into a value of the run's data (what
@@ -215,9 +222,16 @@ type TaskOutput interface {
 	TaskOutput() any
 }
 
+// TaskReceipt is implemented by a RowInvoker's result to give the value a
+// row-bound task stores under its state's task receipt key (the ledger key
+// and receipt of the task's invocation).
+type TaskReceipt interface {
+	TaskReceipt() any
+}
+
 // execute runs the task and returns the action it chose ("" = on_success)
 // and its result (for the state's task output key).
-func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t store.Task) (action string, output any, err error) {
+func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t store.Task) (action string, output, receipt any, err error) {
 	e := w.e
 	report := func(progress, hint string) { e.PublishProgress(r.ID, t.Version, progress, hint) }
 	defer func() {
@@ -230,30 +244,33 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 			RunID: r.ID, State: r.State, Data: r.Data, IdempotencyKey: t.ID, Attempt: t.Attempts, Report: report,
 		}
 		action, err = st.Task.Func(ctx, tc)
-		return action, tc.Result, err
+		return action, tc.Result, nil, err
 	}
 	if e.invoker == nil {
-		return "", nil, errors.New("this server has no OIP invoker for row-bound tasks")
+		return "", nil, nil, errors.New("this server has no OIP invoker for row-bound tasks")
 	}
 	res, ok, reason, err := e.invoker.InvokeRow(ctx, RowCall{
 		Key: st.Task.Row, Input: r.Data, FromData: true, RunID: r.ID, State: r.State,
 		TaskID: t.ID, Attempt: t.Attempts, Actor: "task", Progress: report,
 	})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if !ok {
-		return "", nil, errors.New(reason)
+		return "", nil, nil, errors.New(reason)
 	}
 	if to, ok := res.(TaskOutput); ok {
 		output = to.TaskOutput()
 	}
-	return "", output, nil
+	if tr, ok := res.(TaskReceipt); ok {
+		receipt = tr.TaskReceipt()
+	}
+	return "", output, receipt, nil
 }
 
 // apply fires the task's outcome on the run through the same
 // compare-and-set path as client transitions.
-func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, output any, terr error, log *slog.Logger) {
+func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string, res taskResult, terr error, log *slog.Logger) {
 	e := w.e
 	bg := context.Background()
 	if terr == nil && action == "" {
@@ -268,13 +285,24 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 	}
 	opts := TransitionOptions{Actor: "task", task: &t}
 	if terr == nil && st.Task.Output != "" {
-		v, err := jsonValue(output)
+		v, err := jsonValue(res.output)
 		if err != nil {
 			terr = fmt.Errorf("the task's result cannot be stored as JSON under %q: %v", st.Task.Output, err)
 			action = st.Task.OnFailure
 		} else {
 			opts.set = map[string]any{st.Task.Output: v}
 		}
+	}
+	if terr == nil && st.Task.Receipt != "" && res.receipt != nil {
+		if v, err := jsonValue(res.receipt); err == nil {
+			if opts.set == nil {
+				opts.set = map[string]any{}
+			}
+			opts.set[st.Task.Receipt] = v
+		}
+	}
+	if terr != nil {
+		opts.failure = failureReason(r.State, terr)
 	}
 	if action != "" {
 		_, err := e.Transition(bg, r.ID, action, map[string]any{}, opts)
@@ -301,6 +329,15 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 	}
 }
 
+// failureReason is the stored, shown reason of a task's failure.
+func failureReason(state string, cause error) string {
+	msg := strings.TrimSpace(cause.Error())
+	if msg != "" && !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return "The background task of state " + state + " failed: " + msg
+}
+
 // failRun sets the run's status to failed with the task's error as hint.
 func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause error) error {
 	mu := e.lock(runID)
@@ -319,7 +356,7 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 		next.Version++
 		next.UpdatedAt = now
 		next.Snapshot.Status = protocol.StatusFailed
-		next.Snapshot.Error = "The background task of state " + r.State + " failed: " + cause.Error()
+		next.Snapshot.Error = failureReason(r.State, cause)
 		c := store.Commit{
 			Run:      next,
 			Event:    store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventFailed, From: r.State, To: r.State, Actor: "task", Snapshot: next.Snapshot},

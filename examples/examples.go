@@ -29,6 +29,7 @@ func ConfigWizard() *workflow.Definition {
 		Hint:   "Press 1 to start, or 2 to exit.",
 		Options: []workflow.CLIOption{
 			{Action: "start", Label: "Start wizard", Keys: "1"},
+			{Action: "exit", Label: "Exit", Keys: "2"},
 		},
 	})
 	b.State("CONFIGURE").Hint("Enter a value and save.").CLI(workflow.CLIHook{
@@ -48,6 +49,7 @@ func ConfigWizard() *workflow.Definition {
 	b.State("DONE").Hint("Configuration applied.")
 	b.State("CANCELLED").Hint("Configuration cancelled.")
 	b.Transition("INITIAL", "start", "CONFIGURE")
+	b.Transition("INITIAL", "exit", "CANCELLED")
 	b.Transition("CONFIGURE", "save", "CONFIRM").Expect("value", "string")
 	b.Transition("CONFIRM", "confirm", "DONE")
 	b.Transition("CONFIRM", "cancel", "CANCELLED")
@@ -84,13 +86,15 @@ func ExpenseApproval() *workflow.Definition {
 		Tool("policy_check", "Tell whether an amount can be approved directly or needs finance review.",
 			map[string]string{"amount": "number"}, policyCheck).
 		Resource(workflow.Resource{Path: "policy", Name: "Expense policy", MimeType: "text/markdown", Text: policyText}).
-		CLI(workflow.CLIHook{Prompt: "New expense claim", InputHint: "amount (number), description (string):",
-			Options: []workflow.CLIOption{{Action: "submit", Label: "Submit claim", Keys: "enter"}}})
+		CLI(workflow.CLIHook{Prompt: "New expense claim", Hint: "Enter the amount in EUR and what was bought and why.",
+			InputHint: "amount (number), description (string):",
+			Options:   []workflow.CLIOption{{Action: "submit", Label: "Submit claim", Keys: "enter"}}})
 	b.State("REVIEW").
 		Hint("Review the claim. approve is offered only up to the approval limit; escalate larger claims to finance, or reject with a reason.").
 		Milestone("Claim submitted").
 		Resource(workflow.Resource{Path: "claim", Name: "The claim as submitted", MimeType: "application/json", Handler: claimResource}).
 		CLI(workflow.CLIHook{Prompt: "Review the claim",
+			Hint: fmt.Sprintf("{data.description}: {data.amount} EUR. Claims up to %d EUR can be approved here, larger ones are escalated to finance; a rejection needs a reason.", ApprovalLimit),
 			Options: []workflow.CLIOption{
 				{Action: "approve", Label: "Approve", Keys: "a"},
 				{Action: "escalate", Label: "Escalate to finance", Keys: "e"},
@@ -98,10 +102,18 @@ func ExpenseApproval() *workflow.Definition {
 			}})
 	b.State("FINANCE_REVIEW").
 		Hint("Finance review: approve or reject the claim.").
-		Milestone("Escalated to finance")
+		Milestone("Escalated to finance").
+		CLI(workflow.CLIHook{Prompt: "Finance review",
+			Hint: "{data.description}: {data.amount} EUR, over the reviewer's limit. Approve it or reject it with a reason.",
+			Options: []workflow.CLIOption{
+				{Action: "approve", Label: "Approve", Keys: "a"},
+				{Action: "reject", Label: "Reject", Keys: "r"},
+			}})
 	b.State("PAYING").
 		Hint("The payment is running; watch the stream for progress. You may cancel it.").
 		Milestone("Claim approved").
+		CLI(workflow.CLIHook{Prompt: "Paying the claim", Hint: "The payment runs in the background; you may cancel it.",
+			Options: []workflow.CLIOption{{Action: "cancel", Label: "Cancel the payment", Keys: "c"}}}).
 		Task(payment, "paid", "payment_failed")
 	b.State("PAID").Hint("The claim has been paid.").Milestone("Paid")
 	b.State("REJECTED").Hint("The claim was rejected.")

@@ -77,6 +77,12 @@ func (r ToolResult) TaskOutput() any {
 	return r.Stdout
 }
 
+// TaskReceipt is what a row-bound task stores under its state's task
+// receipt key (engine.TaskReceipt): the invocation's ledger key and receipt.
+func (r ToolResult) TaskReceipt() any {
+	return map[string]any{"key": r.Key, "inv_ID": r.InvID}
+}
+
 // InvokeRow implements engine.RowInvoker. result is a ToolResult; ok is
 // true when the outcome's class is succeeded; reason explains any other
 // outcome and names the invocation's key and inv_ID. err is set only when

@@ -10,7 +10,7 @@ type WorkflowInfo struct {
 	InitialState string   `json:"initial_state"`
 	States       []string `json:"states"`
 	StartHref    string   `json:"start_href"`
-	Default      bool     `json:"default,omitempty"`
+	Default      bool     `json:"default"`
 }
 
 // EventLog is a run's history, GET /runs/{run_id}/events.
@@ -31,4 +31,7 @@ type Event struct {
 	To     string    `json:"to"`
 	Actor  string    `json:"actor"`
 	Status string    `json:"status"`
+	// Reason says why a background task failed, on the event its failure
+	// made (the failure action's transition, or the run's failed status).
+	Reason string `json:"reason,omitempty"`
 }

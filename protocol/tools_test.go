@@ -70,7 +70,6 @@ func TestUniqueToolName(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
 
 func TestExpectsSchema(t *testing.T) {
 	got := protocol.ExpectsSchema(map[string]string{

@@ -62,7 +62,7 @@ func TestConfigWizardEndToEnd(t *testing.T) {
 			}
 		}
 		wantCLI(protocol.CLI{Prompt: "Config wizard", Hint: "Press 1 to start, or 2 to exit.",
-			Options: []protocol.CLIOption{{Action: "start", Label: "Start wizard", Keys: "1"}}})
+			Options: []protocol.CLIOption{{Action: "start", Label: "Start wizard", Keys: "1"}, {Action: "exit", Label: "Exit", Keys: "2"}}})
 
 		f = frame(t, e.fire(id, "start", nil), 200)
 		if f.State != "CONFIGURE" || len(f.NextStates) != 1 || f.NextStates[0].Action != "save" ||
@@ -391,7 +391,8 @@ func TestScopedAPI(t *testing.T) {
 	}
 	json.Unmarshal(e.do("GET", "/workflows", nil).body, &cat)
 	if len(cat.Workflows) != 2 || cat.Workflows[0]["workflow_id"] != "config-wizard-v1" || cat.Workflows[0]["initial_state"] != "INITIAL" ||
-		cat.Workflows[0]["start_href"] != e.url+"/w/config-wizard-v1/runs" || len(cat.Workflows[0]["states"].([]any)) != 5 {
+		cat.Workflows[0]["start_href"] != e.url+"/w/config-wizard-v1/runs" || len(cat.Workflows[0]["states"].([]any)) != 5 ||
+		cat.Workflows[0]["default"] != true || cat.Workflows[1]["default"] != false {
 		t.Fatalf("catalog = %+v", cat)
 	}
 }

@@ -122,6 +122,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request, c *call) error {
+	if wantsHTML(r) {
+		return s.home(w, c) // a browser: a page linking the diagrams and the API docs
+	}
+	w.Header().Set("Vary", "Accept")
 	writeFrame(w, http.StatusOK, s.e.Discovery(c.root, c.wf), "")
 	return nil
 }

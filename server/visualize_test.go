@@ -72,3 +72,27 @@ func TestVisualizeEscapes(t *testing.T) {
 		t.Errorf("escaped text missing:\n%s", page)
 	}
 }
+
+// A run that entered a milestone state twice (a retry) shows the
+// milestone once; the diagram has a legend for its dashed edges.
+func TestVisualizeMilestonesOnceAndLegend(t *testing.T) {
+	b := workflow.New("retry-v1", "A")
+	b.State("A").Hint("a")
+	b.State("B").Hint("b").Milestone("Tried")
+	b.State("END").Hint("end")
+	b.Transition("A", "try", "B")
+	b.Transition("B", "retry", "A").GuardExpr("true", "never refused")
+	b.Transition("B", "stop", "END")
+	e := start(t, setup{defs: []*workflow.Definition{b.MustBuild()}})
+	id := e.startRun("").RunID
+	for _, a := range []string{"try", "retry", "try"} {
+		frame(t, e.fire(id, a, nil), 200)
+	}
+	page := string(e.do("GET", "/visualize?run_id="+id, nil).body)
+	if !strings.Contains(page, `<dd id="milestones">Tried</dd>`) {
+		t.Fatalf("milestones not shown once:\n%s", page)
+	}
+	if !strings.Contains(page, `stroke-dasharray="5 4"`) || !strings.Contains(page, "guarded transition: offered only while its guard allows it") {
+		t.Fatalf("no legend for the dashed edges:\n%s", page)
+	}
+}

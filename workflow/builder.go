@@ -1,5 +1,7 @@
 package workflow
 
+import "github.com/asmp-dev/asmp/protocol"
+
 // Builder assembles a Definition in Go. Methods record what they are given;
 // Build validates the whole definition once, exactly as a file is validated.
 //
@@ -117,6 +119,22 @@ func (sb *StateBuilder) Tool(name, description string, expects map[string]string
 	return sb
 }
 
+// ToolConstraint bounds the expected field of the state's tool named tool
+// (declared before with Tool or RowTool) beyond its type.
+func (sb *StateBuilder) ToolConstraint(tool, field string, c protocol.Constraint) *StateBuilder {
+	t, ok := sb.s.Tool(tool)
+	if !ok {
+		// Validation reports a tool without an implementation.
+		t = &Tool{Name: tool}
+		sb.s.Tools = append(sb.s.Tools, t)
+	}
+	if t.Constraints == nil {
+		t.Constraints = map[string]protocol.Constraint{}
+	}
+	t.Constraints[field] = c
+	return sb
+}
+
 // RowTool adds a tool implemented by an OIP directory row.
 func (sb *StateBuilder) RowTool(name, description string, expects map[string]string, rowKey string) *StateBuilder {
 	sb.s.Tools = append(sb.s.Tools, &Tool{Name: name, Description: description, Expects: expects, Row: rowKey})
@@ -153,6 +171,15 @@ func (sb *StateBuilder) TaskOutput(key string) *StateBuilder {
 	return sb
 }
 
+// TaskReceipt names the run data key that receives a row task's ledger
+// record when it succeeds (see Task.Receipt). Call it after RowTask.
+func (sb *StateBuilder) TaskReceipt(key string) *StateBuilder {
+	if sb.s.Task != nil {
+		sb.s.Task.Receipt = key
+	}
+	return sb
+}
+
 // TransitionBuilder configures one transition.
 type TransitionBuilder struct{ t *Transition }
 
@@ -163,6 +190,18 @@ func (tb *TransitionBuilder) Expect(field, typ string) *TransitionBuilder {
 		tb.t.Expects = map[string]string{}
 	}
 	tb.t.Expects[field] = typ
+	return tb
+}
+
+// ExpectWith adds one expected field with its type and the bounds its value
+// must keep (see protocol.Constraint), as an `expects: {field: {type: ...,
+// minimum: ...}}` entry of a workflow file does.
+func (tb *TransitionBuilder) ExpectWith(field, typ string, c protocol.Constraint) *TransitionBuilder {
+	tb.Expect(field, typ)
+	if tb.t.Constraints == nil {
+		tb.t.Constraints = map[string]protocol.Constraint{}
+	}
+	tb.t.Constraints[field] = c
 	return tb
 }
 

@@ -13,6 +13,8 @@ import (
 	"context"
 	"io/fs"
 	"regexp"
+
+	"github.com/asmp-dev/asmp/protocol"
 )
 
 // Patterns for identifiers, from the State Frame schema and our URL rules.
@@ -141,6 +143,10 @@ type Tool struct {
 	Name        string
 	Description string
 	Expects     map[string]string
+	// Constraints bound some Expects fields beyond their type (field ->
+	// constraint; nil when none). The engine checks them when the tool is
+	// called; tool schemas for models and MCP hosts carry them.
+	Constraints map[string]protocol.Constraint
 	Row         string
 	Handler     ToolFunc
 }
@@ -194,6 +200,10 @@ type Task struct {
 	// returned) action: a row's parsed JSON output (output_format json),
 	// else its standard output; a Go task's TaskContext.Result.
 	Output string
+	// Receipt, when set, is the run data key that receives a row task's
+	// ledger record when it succeeds: {"key": the invocation's ledger key,
+	// "inv_ID": its receipt}. Hints may quote it, e.g. {data.receipt.key}.
+	Receipt string
 }
 
 // TaskFunc runs a background task. It returns the action to fire (""
@@ -228,12 +238,17 @@ func (tc *TaskContext) Progress(pct float64, hint string) {
 
 // Transition is one edge: From --Action--> To.
 type Transition struct {
-	From       string
-	Action     string
-	To         string
-	Expects    map[string]string // field -> canonical type
-	IsCritical bool
-	Guard      *Guard
+	From    string
+	Action  string
+	To      string
+	Expects map[string]string // field -> canonical type
+	// Constraints bound some Expects fields beyond their type (field ->
+	// constraint; nil when none): checked when the transition fires (a 400
+	// naming the bound), carried by tool schemas for models and MCP hosts,
+	// never by frames (frames show Expects only).
+	Constraints map[string]protocol.Constraint
+	IsCritical  bool
+	Guard       *Guard
 }
 
 // Guard decides whether a transition is offered for the run's current data.

@@ -57,10 +57,10 @@ type fileCLIOption struct {
 }
 
 type fileTool struct {
-	Name        string            `yaml:"name"`
-	Description string            `yaml:"description"`
-	Expects     map[string]string `yaml:"expects"`
-	Row         string            `yaml:"row"`
+	Name        string                `yaml:"name"`
+	Description string                `yaml:"description"`
+	Expects     map[string]fileExpect `yaml:"expects"`
+	Row         string                `yaml:"row"`
 }
 
 type fileResource struct {
@@ -76,15 +76,16 @@ type fileTask struct {
 	OnSuccess string `yaml:"on_success"`
 	OnFailure string `yaml:"on_failure"`
 	Output    string `yaml:"output"`
+	Receipt   string `yaml:"receipt"`
 }
 
 type fileTransition struct {
-	From       string            `yaml:"from"`
-	Action     string            `yaml:"action"`
-	To         string            `yaml:"to"`
-	Expects    map[string]string `yaml:"expects"`
-	IsCritical bool              `yaml:"is_critical"`
-	Guard      *fileGuard        `yaml:"guard"`
+	From       string                `yaml:"from"`
+	Action     string                `yaml:"action"`
+	To         string                `yaml:"to"`
+	Expects    map[string]fileExpect `yaml:"expects"`
+	IsCritical bool                  `yaml:"is_critical"`
+	Guard      *fileGuard            `yaml:"guard"`
 }
 
 type fileGuard struct {
@@ -135,8 +136,10 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 		problems = append(problems, ps...)
 		d.States = append(d.States, s)
 	}
-	for _, ft := range fw.Transitions {
-		t := &Transition{From: ft.From, Action: ft.Action, To: ft.To, Expects: ft.Expects, IsCritical: ft.IsCritical}
+	for i, ft := range fw.Transitions {
+		expects, constraints, ps := splitExpects(fmt.Sprintf("transitions[%d].expects", i), ft.Expects)
+		problems = append(problems, ps...)
+		t := &Transition{From: ft.From, Action: ft.Action, To: ft.To, Expects: expects, Constraints: constraints, IsCritical: ft.IsCritical}
 		if ft.Guard != nil {
 			t.Guard = &Guard{Expr: ft.Guard.Expr, Reason: ft.Guard.Reason}
 		}
@@ -199,8 +202,10 @@ func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
 		}
 		s.CLI = h
 	}
-	for _, t := range fs.Tools {
-		s.Tools = append(s.Tools, &Tool{Name: t.Name, Description: t.Description, Expects: t.Expects, Row: t.Row})
+	for i, t := range fs.Tools {
+		expects, constraints, ps := splitExpects(fmt.Sprintf("%s.tools[%d].expects", p, i), t.Expects)
+		problems = append(problems, ps...)
+		s.Tools = append(s.Tools, &Tool{Name: t.Name, Description: t.Description, Expects: expects, Constraints: constraints, Row: t.Row})
 	}
 	for i, r := range fs.Resources {
 		res := &Resource{Path: r.Path, Name: r.Name, MimeType: r.MimeType, File: r.File, Text: r.Text}
@@ -217,7 +222,7 @@ func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
 		s.Resources = append(s.Resources, res)
 	}
 	if fs.Task != nil {
-		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output}
+		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output, Receipt: fs.Task.Receipt}
 	}
 	return s, problems
 }

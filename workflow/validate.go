@@ -17,6 +17,11 @@ type Problem struct {
 	Message   string
 	// Warning problems do not stop a definition from loading.
 	Warning bool
+	// DeadEnd marks the warning about a non-terminal state from which no
+	// terminal state can be reached (a run there can never end): servers
+	// serve such a workflow with a warning (a benchmark's endless loop is
+	// one), `asmp validate` fails on it.
+	DeadEnd bool
 }
 
 // String renders "path: message" with "line:col: " in front when known.
@@ -123,6 +128,7 @@ func (v *validator) validate() {
 			}
 		}
 		t.Expects = v.expects(p+".expects", t.Expects)
+		t.Constraints = v.constraints(p+".expects", t.Expects, t.Constraints)
 		if t.Guard != nil {
 			switch {
 			case t.Guard.Func != nil:
@@ -170,6 +176,61 @@ func (v *validator) expects(path string, in map[string]string) map[string]string
 	return out
 }
 
+// constraints checks that every constraint bounds an expected field in a
+// way its type allows, and drops empty ones (nil when none is left).
+func (v *validator) constraints(path string, expects map[string]string, in map[string]protocol.Constraint) map[string]protocol.Constraint {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]protocol.Constraint, len(in))
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c, fp := in[k], path+"."+k
+		typ, ok := expects[k]
+		if !ok {
+			if c.IsZero() {
+				continue
+			}
+			v.errf(fp, "a constraint bounds field %q, which is not expected (declare its type first)", k)
+			continue
+		}
+		numeric, text := typ == protocol.TypeNumber || typ == protocol.TypeInteger, typ == protocol.TypeString
+		if (c.Minimum != nil || c.Maximum != nil) && !numeric {
+			v.errf(fp, "minimum and maximum bound numbers; field %q is a %s", k, typ)
+		}
+		if c.Minimum != nil && c.Maximum != nil && *c.Minimum > *c.Maximum {
+			v.errf(fp, "minimum %s is greater than maximum %s", protocol.FormatNumber(*c.Minimum), protocol.FormatNumber(*c.Maximum))
+		}
+		if (c.Pattern != "" || c.MaxLength != nil) && !text {
+			v.errf(fp, "pattern and maxLength bound strings; field %q is a %s", k, typ)
+		}
+		if c.MaxLength != nil && *c.MaxLength < 0 {
+			v.errf(fp+".maxLength", "maxLength must not be negative")
+		}
+		if c.Pattern != "" {
+			if err := protocol.CheckPattern(c.Pattern); err != nil {
+				v.errf(fp+".pattern", "pattern does not compile: %s", oneLine(err.Error()))
+			}
+		}
+		for i, e := range c.Enum {
+			if !protocol.CheckType(typ, e) {
+				v.errf(fmt.Sprintf("%s.enum[%d]", fp, i), "enum value %v is not of type %s", e, typ)
+			}
+		}
+		if !c.IsZero() {
+			out[k] = c
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 func (v *validator) state(s *State) {
 	d := v.def
 	p := "states." + s.Name
@@ -212,6 +273,7 @@ func (v *validator) state(s *State) {
 			v.errf(tp, "tool %q needs exactly one implementation: a Go handler or a directory row (row: KEY)", t.Name)
 		}
 		t.Expects = v.expects(tp+".expects", t.Expects)
+		t.Constraints = v.constraints(tp+".expects", t.Expects, t.Constraints)
 	}
 	seen = map[string]bool{}
 	for i, r := range s.Resources {
@@ -290,6 +352,81 @@ func (v *validator) reachability() {
 			v.warnf("states."+s.Name, "state %s is unreachable from the initial state %s", s.Name, d.InitialState)
 		}
 	}
+	v.deadEnds(seen)
+}
+
+// canEnd reports whether a run in s can end there: s is completed or
+// failed, or s's task marks the run failed when it fails (no on_failure).
+func (d *Definition) canEnd(s *State) bool {
+	st := d.StatusOf(s)
+	return st == protocol.StatusCompleted || st == protocol.StatusFailed || s.Task != nil && s.Task.OnFailure == ""
+}
+
+// deadEnds warns (DeadEnd) about every reachable state from which no state
+// that can end is reachable, naming the path from the initial state.
+func (v *validator) deadEnds(reachable map[string]bool) {
+	d := v.def
+	// Walk backwards from the states that can end.
+	into := map[string][]string{}
+	for _, t := range d.Transitions {
+		into[t.To] = append(into[t.To], t.From)
+	}
+	ends := map[string]bool{}
+	var queue []string
+	for _, s := range d.States {
+		if d.canEnd(s) {
+			ends[s.Name] = true
+			queue = append(queue, s.Name)
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, f := range into[s] {
+			if !ends[f] {
+				ends[f] = true
+				queue = append(queue, f)
+			}
+		}
+	}
+	for _, s := range d.States {
+		if !reachable[s.Name] || ends[s.Name] {
+			continue
+		}
+		v.problems = append(v.problems, Problem{Path: "states." + s.Name, Warning: true, DeadEnd: true,
+			Message: fmt.Sprintf("no terminal state can be reached from state %s (path %s): a run there can never end; add a transition to a state without outgoing transitions (e.g. cancel to CANCELLED)", s.Name, d.pathTo(s.Name))})
+	}
+}
+
+// pathTo renders the shortest path from the initial state to target, as
+// "A -go-> B -next-> C".
+func (d *Definition) pathTo(target string) string {
+	type step struct {
+		prev   string
+		action string
+	}
+	came := map[string]step{d.InitialState: {}}
+	queue := []string{d.InitialState}
+	for len(queue) > 0 && target != d.InitialState {
+		s := queue[0]
+		queue = queue[1:]
+		for _, t := range d.from[s] {
+			if _, ok := came[t.To]; !ok {
+				came[t.To] = step{s, t.Action}
+				queue = append(queue, t.To)
+			}
+		}
+		if _, ok := came[target]; ok {
+			break
+		}
+	}
+	out := target
+	for cur := target; cur != d.InitialState; {
+		st := came[cur]
+		out = st.prev + " -" + st.action + "-> " + out
+		cur = st.prev
+	}
+	return out
 }
 
 func actionsOf(ts []*Transition) []string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -55,7 +56,7 @@ func TestFileAndBuilderAgree(t *testing.T) {
 	  "description": "Walk through one configuration value, then confirm or cancel it.",
 	  "initial_state": "INITIAL",
 	  "states": {
-	    "INITIAL": {"hint": "Start the config wizard.", "cli": {"prompt": "Config wizard", "hint": "Press 1 to start, or 2 to exit.", "options": [{"action": "start", "label": "Start wizard", "keys": "1"}]}},
+	    "INITIAL": {"hint": "Start the config wizard.", "cli": {"prompt": "Config wizard", "hint": "Press 1 to start, or 2 to exit.", "options": [{"action": "start", "label": "Start wizard", "keys": "1"}, {"action": "exit", "label": "Exit", "keys": "2"}]}},
 	    "CONFIGURE": {"hint": "Enter a value and save.", "cli": {"prompt": "Set value", "hint": "Enter your config value, then choose Save.", "input_hint": "Value (string):", "options": [{"action": "save", "label": "Save", "keys": "enter"}]}},
 	    "CONFIRM": {"hint": "Confirm to apply or cancel.", "cli": {"prompt": "Apply configuration?", "hint": "Confirm to apply or cancel.", "options": [{"action": "confirm", "label": "Yes, apply", "keys": "y"}, {"action": "cancel", "label": "No, cancel", "keys": "n"}]}},
 	    "DONE": {"hint": "Configuration applied."},
@@ -63,6 +64,7 @@ func TestFileAndBuilderAgree(t *testing.T) {
 	  },
 	  "transitions": [
 	    {"from": "INITIAL", "action": "start", "to": "CONFIGURE"},
+	    {"from": "INITIAL", "action": "exit", "to": "CANCELLED"},
 	    {"from": "CONFIGURE", "action": "save", "to": "CONFIRM", "expects": {"value": "str"}},
 	    {"from": "CONFIRM", "action": "confirm", "to": "DONE"},
 	    {"from": "CONFIRM", "action": "cancel", "to": "CANCELLED"}
@@ -73,6 +75,26 @@ func TestFileAndBuilderAgree(t *testing.T) {
 	}
 	if summary(j) != summary(f) {
 		t.Fatalf("JSON and YAML differ:\n%s\nvs\n%s", summary(j), summary(f))
+	}
+}
+
+// config-wizard-v1 is the spec's appendix A exactly: its INITIAL hint says
+// "Press 1 to start, or 2 to exit", so 2 must exit.
+func TestConfigWizardIsAppendixA(t *testing.T) {
+	d := examples.ConfigWizard()
+	var got []string
+	for _, tr := range d.Transitions {
+		got = append(got, tr.From+" -"+tr.Action+"-> "+tr.To)
+	}
+	want := []string{"INITIAL -start-> CONFIGURE", "INITIAL -exit-> CANCELLED", "CONFIGURE -save-> CONFIRM", "CONFIRM -confirm-> DONE", "CONFIRM -cancel-> CANCELLED"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("transitions %v, want %v", got, want)
+	}
+	initial, _ := d.State("INITIAL")
+	hook := initial.CLI
+	wantOpts := []workflow.CLIOption{{Action: "start", Label: "Start wizard", Keys: "1"}, {Action: "exit", Label: "Exit", Keys: "2"}}
+	if hook == nil || hook.Hint != "Press 1 to start, or 2 to exit." || !reflect.DeepEqual(hook.Options, wantOpts) {
+		t.Fatalf("INITIAL hook %+v, want options %+v", hook, wantOpts)
 	}
 }
 
@@ -297,5 +319,113 @@ func TestBuilderValidates(t *testing.T) {
 	b2.State("A").Tool("t", "", nil, nil)
 	if _, err := b2.Build(); err == nil || !strings.Contains(err.Error(), "exactly one implementation") {
 		t.Fatalf("tool without handler: %v", err)
+	}
+}
+
+// An expects field may be a type or an object with bounds; the file and
+// the builder produce the same constraints, and frames keep the type.
+func TestExpectsWithConstraints(t *testing.T) {
+	src := `workflow_id: bounded-v1
+initial_state: A
+states: {A: {tools: [{name: pick, row: R, expects: {colour: {type: str, enum: [red, green]}}}]}, B: {}}
+transitions:
+  - {from: A, action: go, to: B, expects: {n: {type: integer, minimum: 1, maximum: 1000000}, name: {type: string, maxLength: 8, pattern: "^[a-z]+$"}, note: string}}
+`
+	d, err := workflow.Load("bounded.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := d.Transition("A", "go")
+	one, max, eight := 1.0, 1e6, 8
+	wantC := map[string]protocol.Constraint{"n": {Minimum: &one, Maximum: &max}, "name": {MaxLength: &eight, Pattern: "^[a-z]+$"}}
+	if !reflect.DeepEqual(tr.Expects, map[string]string{"n": "integer", "name": "string", "note": "string"}) || !reflect.DeepEqual(tr.Constraints, wantC) {
+		t.Fatalf("expects %v constraints %+v", tr.Expects, tr.Constraints)
+	}
+	st, _ := d.State("A")
+	if tool := st.Tools[0]; tool.Expects["colour"] != "string" || !reflect.DeepEqual(tool.Constraints["colour"].Enum, []any{"red", "green"}) {
+		t.Fatalf("tool %+v", tool)
+	}
+	b := workflow.New("bounded-v1", "A")
+	b.State("A").RowTool("pick", "", map[string]string{"colour": "str"}, "R").ToolConstraint("pick", "colour", protocol.Constraint{Enum: []any{"red", "green"}})
+	b.State("B")
+	b.Transition("A", "go", "B").ExpectWith("n", "integer", protocol.Constraint{Minimum: &one, Maximum: &max}).
+		ExpectWith("name", "string", protocol.Constraint{MaxLength: &eight, Pattern: "^[a-z]+$"}).Expect("note", "string")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, _ := g.Transition("A", "go")
+	gs, _ := g.State("A")
+	if !reflect.DeepEqual(gt.Constraints, tr.Constraints) || !reflect.DeepEqual(gs.Tools[0].Constraints, st.Tools[0].Constraints) {
+		t.Fatalf("builder constraints %+v, file %+v", gt.Constraints, tr.Constraints)
+	}
+}
+
+// Constraints that do not fit their field, or have the wrong shape, are
+// load errors with positions.
+func TestBadConstraintsAreRefused(t *testing.T) {
+	src := `workflow_id: bounded-v1
+initial_state: A
+states: {A: {}, B: {}}
+transitions:
+  - {from: A, action: a, to: B, expects: {s: {type: string, minimum: 1}}}
+  - {from: A, action: b, to: B, expects: {n: {type: number, pattern: "x"}}}
+  - {from: A, action: c, to: B, expects: {n: {type: number, minimum: 5, maximum: 1}}}
+  - {from: A, action: d, to: B, expects: {s: {type: string, pattern: "("}}}
+  - {from: A, action: e, to: B, expects: {n: {type: integer, enum: [1, x]}}}
+  - {from: A, action: f, to: B, expects: {n: {type: integer, max: 3}}}
+  - {from: A, action: g, to: B, expects: {n: {minimum: 3}}}
+  - {from: A, action: h, to: B, expects: {n: [integer]}}
+`
+	_, err := workflow.Load("bad.yaml", []byte(src), nil)
+	if err == nil {
+		t.Fatal("bad constraints loaded")
+	}
+	for _, want := range []string{
+		`bad.yaml:5:`, `transitions[0].expects.s: minimum and maximum bound numbers; field "s" is a string`,
+		`transitions[1].expects.n: pattern and maxLength bound strings; field "n" is a number`,
+		`transitions[2].expects.n: minimum 5 is greater than maximum 1`,
+		`transitions[3].expects.s.pattern: pattern does not compile`,
+		`transitions[4].expects.n.enum[1]: enum value x is not of type integer`,
+		`transitions[5].expects.n: unknown key "max"`,
+		`transitions[6].expects.n: an expected field's object needs a type`,
+		`transitions[7].expects.n: an expected field is a type name`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+// A reachable state from which no terminal state can be reached is a
+// DeadEnd warning naming the path to it; every built-in workflow has none.
+func TestDeadEndsAreFound(t *testing.T) {
+	d, err := workflow.Load("trap.yaml", []byte(`workflow_id: trap-v1
+initial_state: A
+states: {A: {}, B: {}, C: {}, END: {}, T: {task: {row: R, on_success: ok}}, OK: {}}
+transitions:
+  - {from: A, action: go, to: B}
+  - {from: A, action: stop, to: END}
+  - {from: A, action: work, to: T}
+  - {from: T, action: ok, to: OK}
+  - {from: B, action: on, to: C}
+  - {from: C, action: back, to: B}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead []string
+	for _, w := range d.Warnings {
+		if w.DeadEnd {
+			dead = append(dead, w.String())
+		}
+	}
+	if len(dead) != 2 || !strings.Contains(dead[0], "state B (path A -go-> B)") || !strings.Contains(dead[1], "state C (path A -go-> B -on-> C)") {
+		t.Fatalf("dead ends = %q", dead)
+	}
+	for _, def := range append(examples.All(), examples.NumberFacts()) {
+		for _, w := range def.Warnings {
+			t.Errorf("%s: %s", def.ID, w)
+		}
 	}
 }

@@ -81,8 +81,13 @@ func TestRowToolsOverRealBinary(t *testing.T) {
 	}
 
 	frameOf(t, p.do("POST", "/runs/"+id+"/transitions/multiply", nil, admin...), 200)
-	if f := waitRun(t, p, id, admin, 20*time.Second); f["state"] != "DONE" {
-		t.Fatalf("after the task: %v\n%s", f, p.stderr.String())
+	done := waitRun(t, p, id, admin, 20*time.Second)
+	if done["state"] != "DONE" {
+		t.Fatalf("after the task: %v\n%s", done, p.stderr.String())
+	}
+	// The DONE hint names the real product and ledger key, no placeholder.
+	if h := done["hint"].(string); !strings.Contains(h, "a * b = 123000 ") || !strings.Contains(h, "asmp history task:"+id+".3:1 shows it") || strings.Contains(h, "RUN_ID") || strings.Contains(h, "{data.") {
+		t.Fatalf("DONE hint: %q", h)
 	}
 	// The task's key: task:RUN.VERSION:ATTEMPT, entered MULTIPLYING at 3.
 	hist := jsonOf(t, p.do("GET", "/api/dispatch?key=task:"+id+".3:1&history=true", nil, admin...), 200)["records"].([]any)

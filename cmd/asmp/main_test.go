@@ -370,9 +370,21 @@ func TestServeRefusesOpenNonLoopback(t *testing.T) {
 }
 
 func TestValidateAndGraphCommands(t *testing.T) {
-	out, err := exec.Command(binary, "validate", "testdata/loop.yaml").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "testdata/loop.yaml: ok (workflow loop-v1, 1 states)") {
+	out, err := exec.Command(binary, "validate", "../../examples/config-wizard.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "examples/config-wizard.yaml: ok (workflow config-wizard-v1, 5 states)") {
 		t.Fatalf("validate ok file: %v\n%s", err, out)
+	}
+	// A state no run can ever leave for a terminal state fails validation,
+	// with the path to it; serve only warns (TestServeWarnsAboutDeadEnds).
+	out, err = exec.Command(binary, "validate", "testdata/loop.yaml").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "testdata/loop.yaml:") || !strings.Contains(string(out), "no terminal state can be reached from state LOOP (path LOOP)") {
+		t.Fatalf("validate dead end: %v\n%s", err, out)
+	}
+	trap := filepath.Join(t.TempDir(), "trap.yaml")
+	os.WriteFile(trap, []byte("workflow_id: trap-v1\ninitial_state: A\nstates: {A: {}, B: {}, C: {}, END: {}}\ntransitions: [{from: A, action: go, to: B}, {from: A, action: stop, to: END}, {from: B, action: on, to: C}, {from: C, action: back, to: B}]\n"), 0o644)
+	out, err = exec.Command(binary, "validate", trap).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "state B (path A -go-> B)") || !strings.Contains(string(out), "state C (path A -go-> B -on-> C)") || strings.Contains(string(out), "state A ") {
+		t.Fatalf("validate trap: %v\n%s", err, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("workflow_id: x\ninitial_state: A\nstates: {A: {}}\ntransitions: [{from: A, action: go, to: B}]\n"), 0o644)

@@ -6,6 +6,8 @@ package cli
 //	asmp step RUN INPUT...
 //	asmp show RUN
 //	asmp watch RUN [--until-idle]
+//	asmp call RUN TOOL key=value...   (runcmds.go)
+//	asmp events RUN                   (runcmds.go)
 //
 // Readable text by default, ending with the exact next commands; --json
 // for machines (the contract is docs/CLI_JSON.md).
@@ -51,7 +53,7 @@ func (f *clientFlags) addFlags(cmd *cobra.Command, serverHelp string) {
 type agentFlags struct{ clientFlags }
 
 func (f *agentFlags) add(cmd *cobra.Command) {
-	f.addFlags(cmd, "ASMP server base URL (default: the run's remembered server, else $ASMP_URL)")
+	f.addFlags(cmd, serverHelp)
 }
 
 // client returns a client of the server runID lives on (see
@@ -85,21 +87,10 @@ func agentState(env *Env) (*agentstate.Store, error) {
 	return agentstate.Open(dir), nil
 }
 
-// agentServerFor picks the server of a run: --server, else the remembered
-// one, else $ASMP_URL.
+// agentServerFor picks the server of a run by the rule of every client
+// command (serverFor).
 func agentServerFor(env *Env, flag, runID string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if st, err := agentState(env); err == nil {
-		if e, ok, err := st.Lookup(runID); err == nil && ok {
-			return e.Server, nil
-		}
-	}
-	if u := agentGetenv(env)("ASMP_URL"); u != "" {
-		return u, nil
-	}
-	return "", fmt.Errorf("run %s is not known here: give its server with --server URL or set ASMP_URL", runID)
+	return serverFor(env, flag, runID), nil
 }
 
 // agentRemember records the run's server; failing to is not fatal.
@@ -115,6 +106,7 @@ func agentError(out io.Writer, asJSON bool, err error) error {
 	if err == nil || !asJSON {
 		return err
 	}
+	forCLI(err)
 	body := map[string]any{"code": protocol.EInvalid, "hint": client.HintOf(err)}
 	var ce *client.Error
 	var pe *protocol.Error
@@ -153,7 +145,8 @@ func newStartCmd(env *Env) *cobra.Command {
 		Use:   "start [URL]",
 		Short: "Start a run and print its first state and the next commands (agent mode)",
 		Long: `Start a run of a workflow on an ASMP server and print where it is and what
-to type next. The server is the URL argument, else --server, else $ASMP_URL;
+to type next. The server is the URL argument, else --server, else $ASMP_URL,
+else http://127.0.0.1:8000;
 a workflow-scoped URL (…/w/WORKFLOW_ID) works too. The token is $ASMP_TOKEN.
 The run's server is remembered, so later commands need only the run id.`,
 		Example: `  asmp start http://127.0.0.1:8000 --workflow config-wizard-v1
@@ -161,16 +154,11 @@ The run's server is remembered, so later commands need only the run id.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			server := f.server
+			flag := f.server
 			if len(args) == 1 {
-				server = args[0]
+				flag = args[0]
 			}
-			if server == "" {
-				server = agentGetenv(env)("ASMP_URL")
-			}
-			if server == "" {
-				return agentError(out, f.json, errors.New("no server: give its URL (asmp start http://127.0.0.1:8000), --server URL, or set ASMP_URL"))
-			}
+			server := serverFor(env, flag, "")
 			var initial map[string]any
 			if data != "" {
 				m, err := readDataFlag(env, data)
@@ -255,7 +243,7 @@ or not: the server's answer says why it is refused.
 
 The action fires only if the run is still in the state INPUT was resolved
 against (If-Match); otherwise nothing happens and the error says so.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: runArgs(0, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID, input := args[0], args[1:]
@@ -324,10 +312,11 @@ func loadRun(ctx context.Context, b client.Backend, runID string) (*client.RunFr
 
 func newShowCmd(env *Env) *cobra.Command {
 	var f agentFlags
+	var history bool
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Print the run's state, its CLI prompt and the next commands (agent mode)",
-		Args:  cobra.ExactArgs(1),
+		Args:  runArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			c, err := f.client(env, args[0])
@@ -339,10 +328,19 @@ func newShowCmd(env *Env) *cobra.Command {
 				return agentError(out, f.json, err)
 			}
 			agentRemember(env, c.BaseURL(), frame)
+			if history && !f.json {
+				log, err := c.Events(cmd.Context(), args[0])
+				if err != nil {
+					return agentError(out, f.json, err)
+				}
+				writeEvents(out, log)
+				fmt.Fprintln(out)
+			}
 			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: frame, CLI: cli})
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().BoolVar(&history, "history", false, "print the run's history first (as asmp events does; with --json use asmp events --json)")
 	return cmd
 }
 
@@ -358,7 +356,7 @@ With --until-idle, stop as soon as the run is not processing (it waits for a
 client, or has ended) and print the next commands. With --json, print the
 stream's NDJSON lines as the server sends them. The stream resumes by itself
 after a dropped connection.`,
-		Args: cobra.ExactArgs(1),
+		Args: runArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			runID := args[0]
@@ -366,7 +364,7 @@ after a dropped connection.`,
 			if err != nil {
 				return agentError(out, f.json, err)
 			}
-			return agentError(out, f.json, watchRun(cmd.Context(), out, c, runID, f.json, untilIdle, heartbeats))
+			return agentError(out, f.json, watchRun(cmd.Context(), out, cmd.ErrOrStderr(), c, runID, f.json, untilIdle, heartbeats))
 		},
 	}
 	f.add(cmd)
@@ -375,8 +373,9 @@ after a dropped connection.`,
 	return cmd
 }
 
-func watchRun(ctx context.Context, out io.Writer, c *client.Client, runID string, asJSON, untilIdle, heartbeats bool) error {
+func watchRun(ctx context.Context, out, errOut io.Writer, c *client.Client, runID string, asJSON, untilIdle, heartbeats bool) error {
 	var last *protocol.StreamFrame
+	waiting := false // told the user the run waits for a client
 	for it, err := range c.Stream(ctx, runID, nil) {
 		if err != nil {
 			return err
@@ -400,6 +399,11 @@ func watchRun(ctx context.Context, out io.Writer, c *client.Client, runID string
 			if untilIdle && it.Frame.Status != protocol.StatusProcessing {
 				break
 			}
+			idle := it.Frame.Status != protocol.StatusProcessing && !protocol.Terminal(it.Frame.Status)
+			if idle && !waiting {
+				fmt.Fprintf(errOut, "asmp: run %s waits for an action in state %s (nothing changes until a client fires one: asmp show %s lists them). Watching for changes; stop with Ctrl-C, or use --until-idle to stop when the run waits.\n", runID, it.Frame.State, runID)
+			}
+			waiting = idle
 		}
 	}
 	if last == nil || asJSON {
@@ -460,6 +464,7 @@ type fired struct {
 type nextCmd struct {
 	Command string            `json:"command"`
 	Action  string            `json:"action,omitempty"`
+	Tool    string            `json:"tool,omitempty"`
 	Label   string            `json:"label,omitempty"`
 	Keys    string            `json:"keys,omitempty"`
 	Expects map[string]string `json:"expects,omitempty"`
@@ -625,6 +630,13 @@ func nextCommands(v runView) []nextCmd {
 			c.Command = strings.Join(parts, " ")
 		}
 		out = append(out, c)
+	}
+	for _, t := range f.Tools {
+		label := "call the tool " + t.Name
+		if t.Description != "" {
+			label += ": " + t.Description
+		}
+		out = append(out, nextCmd{Command: toolCommand(id, t), Tool: t.Name, Label: label, Expects: t.Expects})
 	}
 	if out == nil {
 		out = []nextCmd{{Command: "asmp show " + id, Label: "no action is offered now; look again later"}}

@@ -182,8 +182,8 @@ func TestAgentModeConfigWizard(t *testing.T) {
 	start := decodeRun(t, a.ok([]string{"start", url, "--workflow", "config-wizard-v1", "--json"}))
 	id := start.RunID
 	if start.Server != url || start.Version != 1 || start.ETag != `"1"` || start.Done || start.Frame["state"] != "INITIAL" ||
-		start.CLI["prompt"] != "Config wizard" || len(start.Next) != 1 || start.Next[0].Command != "asmp step "+id+" 1" ||
-		start.Next[0].Action != "start" || start.Next[0].Keys != "1" {
+		start.CLI["prompt"] != "Config wizard" || len(start.Next) != 2 || start.Next[0].Command != "asmp step "+id+" 1" ||
+		start.Next[0].Action != "start" || start.Next[0].Keys != "1" || start.Next[1].Action != "exit" || start.Next[1].Keys != "2" {
 		t.Fatalf("start --json = %+v", start)
 	}
 	// Text: the state, the prompt, options with their keys, the exact next command.
@@ -200,7 +200,10 @@ func TestAgentModeConfigWizard(t *testing.T) {
 		t.Fatalf("--json error = %s (%v)", r.stdout, err)
 	}
 	a.fails([]string{"show", "0190aaaa-0000-7000-8000-000000000000", "--server", url}, "Run not found")
-	a.fails([]string{"show", "0190aaaa-0000-7000-8000-000000000000"}, "not known here")
+	// ASMP_URL comes before the run's remembered server.
+	a.env = append(a.env, "ASMP_URL=http://127.0.0.1:1")
+	a.fails([]string{"show", id}, "cannot reach the ASMP server at http://127.0.0.1:1")
+	a.env = a.env[:len(a.env)-1]
 
 	a.ok([]string{"step", id, "dark", "mode"}, "Fired:  save (CONFIGURE → CONFIRM)", `Data:   {"value":"dark mode"}`,
 		"Apply configuration?", "1) Yes, apply  [action confirm, keys y]", "2) No, cancel  [action cancel, keys n]",

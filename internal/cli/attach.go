@@ -36,9 +36,9 @@ When standard input or output is not a terminal, or TERM is dumb (or with
 reads one line, and resolves it like asmp step (a number, an action, a key,
 or the value to enter).
 
-The server is URL, else --server, else the --run's remembered server, else
-$ASMP_URL. URL may also be a run's URL (…/runs/RUN_ID). The token is
-$ASMP_TOKEN.`,
+The server is URL, else --server, else $ASMP_URL, else the --run's
+remembered server, else http://127.0.0.1:8000. URL may also be a run's URL
+(…/runs/RUN_ID). The token is $ASMP_TOKEN.`,
 		Example: `  asmp attach http://127.0.0.1:8000
   asmp attach http://127.0.0.1:8000 --workflow expense-approval-v1
   asmp attach --run 0190c0de-… --plain < answers.txt`,
@@ -55,17 +55,7 @@ $ASMP_TOKEN.`,
 					base, runID = b, id
 				}
 			}
-			if base == "" && runID != "" {
-				if s, err := agentServerFor(env, "", runID); err == nil {
-					base = s
-				}
-			}
-			if base == "" {
-				base = getenv("ASMP_URL")
-			}
-			if base == "" {
-				return fmt.Errorf("no server: give its URL (asmp attach http://127.0.0.1:8000), --server URL, or set ASMP_URL")
-			}
+			base = serverFor(env, base, runID)
 			if runID != "" && workflowID != "" {
 				return fmt.Errorf("--run attaches to an existing run; --workflow only chooses the workflow of a new one: give one of them")
 			}
@@ -99,7 +89,7 @@ $ASMP_TOKEN.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&server, "server", "", "ASMP server base URL (default: $ASMP_URL)")
+	fl.StringVar(&server, "server", "", serverHelp)
 	fl.StringVar(&workflowID, "workflow", "", "workflow of the new run (default: the server's default)")
 	fl.StringVar(&runID, "run", "", "attach to this existing run instead of starting one")
 	fl.StringVar(&data, "data", "", "initial data of a new run: a JSON object, @FILE, or - for stdin")

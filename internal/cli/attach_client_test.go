@@ -23,7 +23,7 @@ func TestAttachPlainFromPipe(t *testing.T) {
 	}
 	s := string(out)
 	for _, want := range []string{
-		"── INITIAL [active] ──\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ✔ start → CONFIGURE",
+		"── INITIAL [active] ──\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n  2) Exit [2]\n> ✔ start → CONFIGURE",
 		"Set value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
 		"✘ Option 1 (Save, action save) needs input",
 		"✔ save → CONFIRM",
@@ -38,9 +38,11 @@ func TestAttachPlainFromPipe(t *testing.T) {
 	id := s[strings.Index(s, "Run id: ")+len("Run id: "):]
 	id = strings.TrimSpace(id)
 	a.ok([]string{"show", id}, "Done: run "+id+" completed in state DONE.")
-	// Errors: an unknown run, no server.
+	// Errors: an unknown run, a server that does not answer (ASMP_URL
+	// comes before the default http://127.0.0.1:8000).
 	a.fails([]string{"attach", url, "--run", "0190aaaa-0000-7000-8000-000000000000"}, "Run not found")
-	a.fails([]string{"attach"}, "no server")
+	a.env = append(a.env, "ASMP_URL=http://127.0.0.1:1")
+	a.fails([]string{"attach"}, "cannot reach the ASMP server at http://127.0.0.1:1")
 }
 
 // tmuxOrSkip returns the tmux binary; without it, the test is skipped

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -64,7 +63,7 @@ The invocation gets its own ledger key: --key, else ROW_KEY:inv:TIME:RANDOM.
 --replay-of links it to an earlier invocation's inv_ID. Invalid input or
 missing authority are recorded as refused, not dropped.
 
-The server is --server, else $ASMP_URL; the token is $ASMP_TOKEN. Exit
+The server is --server, else $ASMP_URL, else http://127.0.0.1:8000; the token is $ASMP_TOKEN. Exit
 status: 0 when recorded (and, with --execute, succeeded), 2 when the
 command failed, 3 when the invocation was refused, 1 on any other error.`,
 		Example: `  asmp invoke number-facts.factor --input '{"numbers": [360, 17]}'
@@ -75,12 +74,7 @@ command failed, 3 when the invocation was refused, 1 on any other error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			fail := func(err error) error { return agentError(out, asJSON, err) }
-			if server == "" {
-				server = agentGetenv(env)("ASMP_URL")
-			}
-			if server == "" {
-				return fail(errors.New("no server: give --server URL or set ASMP_URL"))
-			}
+			server = serverFor(env, server, "")
 			in, err := readInputFlag(env, input)
 			if err != nil {
 				return fail(err)
@@ -114,7 +108,7 @@ command failed, 3 when the invocation was refused, 1 on any other error.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&server, "server", "", "ASMP server base URL (default: $ASMP_URL)")
+	fl.StringVar(&server, "server", "", serverHelp)
 	fl.StringVar(&input, "input", "", "the row's input: a JSON object keyed by its arg and flag names, @FILE, or - for stdin")
 	fl.BoolVar(&execute, "execute", false, "run the command and wait for its outcome (the server needs --allow-exec and the token the exec scope)")
 	fl.StringVar(&key, "key", "", "the invocation's ledger key (default: ROW_KEY:inv:TIME:RANDOM)")

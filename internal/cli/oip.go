@@ -10,8 +10,8 @@ package cli
 //	asmp verify INV_ID [--key VERIFIER_KEY | --key-file FILE] [--tree-size N]
 //
 // Readable text by default; --json for machines (docs/CLI_JSON.md). The
-// server is --server, else $ASMP_URL; the token is $ASMP_TOKEN. asmp
-// command on a row file works offline.
+// server is --server, else $ASMP_URL, else DefaultServer; the token is
+// $ASMP_TOKEN. asmp command on a row file works offline.
 
 import (
 	"bytes"
@@ -54,20 +54,15 @@ const maxOIPFile = 32 << 20
 type oipFlags struct{ clientFlags }
 
 func (f *oipFlags) add(cmd *cobra.Command) {
-	f.addFlags(cmd, "ASMP server base URL (default: $ASMP_URL)")
+	f.addFlags(cmd, serverHelp)
 }
 
-// client returns a client of --server, else $ASMP_URL, with the token of
-// $ASMP_TOKEN. Without a timeout it waits as long as the server takes (an
-// executed invocation; the server bounds it).
+// client returns a client of the server (serverFor: --server, else
+// $ASMP_URL, else DefaultServer), with the token of $ASMP_TOKEN. Without a
+// timeout it waits as long as the server takes (an executed invocation;
+// the server bounds it).
 func (f *oipFlags) client(env *Env, noTimeout bool) (*client.Client, error) {
-	server := f.server
-	if server == "" {
-		server = agentGetenv(env)("ASMP_URL")
-	}
-	if server == "" {
-		return nil, errors.New("no server: give --server URL or set ASMP_URL")
-	}
+	server := serverFor(env, f.server, "")
 	if !noTimeout {
 		return agentClient(env, server)
 	}
@@ -731,9 +726,10 @@ func newVerifyCmd(env *Env) *cobra.Command {
 	var treeSize int64
 	cmd := &cobra.Command{
 		Use:   "verify INV_ID [--key VERIFIER_KEY | --key-file FILE] [--tree-size N]",
-		Short: "Check offline that a receipt's record is in the ledger, under a signed checkpoint",
+		Short: "Check that a receipt's record is in the ledger, under a signed checkpoint (fetched from the server, checked here)",
 		Long: `Fetch the record of INV_ID, its inclusion proof and the signed checkpoint
-of the ledger's tree, and check them here: the record's entry_hash is the
+of the ledger's tree from the server, and check them here, without trusting
+the server's word: the record's entry_hash is the
 SHA-256 of its canonical JSON (RFC 8785), the proof leads from its Merkle
 leaf (index seq-1) to the checkpoint's root hash (RFC 6962), and the
 checkpoint is signed (Ed25519 signed note) by the verifier key.

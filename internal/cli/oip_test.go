@@ -415,8 +415,10 @@ func TestOIPErrors(t *testing.T) {
 	}
 	fails(t, url, `No directory row has the key "no-such-row"`, "command", "no-such-row")
 	fails(t, url, "no such file", "command", "./missing-row.json")
-	fails(t, "", "no server: give --server URL or set ASMP_URL", "command", "my-cli-tool-v1")
-	fails(t, "", "no server", "rows")
+	// Without --server or ASMP_URL the commands go to a bare asmp serve's
+	// address (TestServerRule); here a closed port stands for it.
+	fails(t, "http://127.0.0.1:1", "cannot reach the ASMP server at http://127.0.0.1:1", "rows")
+	fails(t, "http://127.0.0.1:1", "cannot reach the ASMP server at http://127.0.0.1:1", "receipt", "inv_01JB4T3E6W8Y2Q5ZC0M1N9K7PX")
 	// --server wins over $ASMP_URL.
 	if out := ok(t, "http://127.0.0.1:1", "command", "my-cli-tool-v1", "--server", url, "--input", seedInput); out != seedCommand {
 		t.Fatalf("command --server = %q", out)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -46,6 +47,7 @@ func NewRoot(env *Env) *cobra.Command {
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
@@ -53,6 +55,31 @@ func NewRoot(env *Env) *cobra.Command {
 		root.AddCommand(f(env))
 	}
 	return root
+}
+
+// flagError points a mistyped flag at the one meant, and at --help.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	for _, port := range []string{"unknown flag: --port", "unknown shorthand flag: 'p'"} {
+		if strings.HasPrefix(msg, port) && cmd.Flags().Lookup("addr") != nil {
+			return fmt.Errorf("%s: %s takes the whole address to listen on, e.g. --addr 127.0.0.1:9000", msg, cmd.CommandPath())
+		}
+	}
+	return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+}
+
+// runArgs is the Args check of commands that take a run id first: a
+// missing id is explained, with where to find one.
+func runArgs(minRest int, maxRest int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs a run id: %s. A run's id is printed by asmp start (Run: …) and by asmp attach, and is the run_id of every frame; start one with asmp start", cmd.Name(), cmd.UseLine())
+		}
+		if n := len(args) - 1; n < minRest || (maxRest >= 0 && n > maxRest) {
+			return fmt.Errorf("usage: %s", cmd.UseLine())
+		}
+		return nil
+	}
 }
 
 func version() string {
@@ -92,10 +119,31 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// apiOnlyHints are phrases of server hints written for HTTP clients, and
+// what a user of the command line does instead.
+var apiOnlyHints = strings.NewReplacer(
+	"Start one with POST /runs.", "Start one with `asmp start` (asmp start --workflow ID for another workflow).",
+)
+
+// forCLI rewords the HTTP-facing advice in err's hint for command line
+// users, in place, and returns err.
+func forCLI(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		ce.Hint = apiOnlyHints.Replace(ce.Hint)
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		pe.Hint = apiOnlyHints.Replace(pe.Hint)
+	}
+	return err
+}
+
 // printError prints err as "asmp: <message>", once: the sentinel errors of
 // package client already start with "asmp: " (Go's convention for a
 // package's errors), so that prefix is not repeated.
 func printError(w io.Writer, err error) {
+	forCLI(err)
 	msg := err.Error()
 	var pe *protocol.Error
 	if errors.As(err, &pe) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/internal/agentstate"
 	"github.com/asmp-dev/asmp/internal/gctune"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
@@ -129,7 +132,12 @@ func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()
 		if err != nil {
 			return nil, "", "", err // never contains the password
 		}
-		return s, s.String(), ledgerKeyPath(), nil
+		keyPath, err := ledgerKeyPath(os.Getenv)
+		if err != nil {
+			s.Close()
+			return nil, "", "", err
+		}
+		return s, s.String(), keyPath, nil
 	default:
 		s, err := sqlite.Open(context.Background(), db, nil)
 		if err != nil {
@@ -140,13 +148,23 @@ func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()
 }
 
 // ledgerKeyPath is where a server on Postgres keeps the ledger's signing
-// key: ASMP_LEDGER_KEY, else asmp-ledger.key in the working directory.
-// Replicas of one ledger must share it (give them the same file).
-func ledgerKeyPath() string {
-	if p := os.Getenv("ASMP_LEDGER_KEY"); p != "" {
-		return p
+// key: ASMP_LEDGER_KEY, else asmp-ledger.key in the user's asmp state
+// directory (ASMP_STATE_DIR, else the user config directory's asmp/),
+// created 0700 if missing; never the working directory, where `git add .`
+// would pick it up. Replicas of one ledger must share it (give them the
+// same file).
+func ledgerKeyPath(getenv func(string) string) (string, error) {
+	if p := getenv("ASMP_LEDGER_KEY"); p != "" {
+		return p, nil
 	}
-	return "asmp-ledger.key"
+	dir, err := agentstate.Dir(getenv)
+	if err != nil {
+		return "", fmt.Errorf("no directory for the ledger's signing key (set ASMP_LEDGER_KEY or ASMP_STATE_DIR): %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating the directory of the ledger's signing key: %w", err)
+	}
+	return filepath.Join(dir, "asmp-ledger.key"), nil
 }
 
 func loadWorkflows(files []string) ([]*workflow.Definition, error) {
@@ -164,6 +182,16 @@ func loadWorkflows(files []string) ([]*workflow.Definition, error) {
 		defs = append(defs, d)
 	}
 	return defs, errors.Join(errs...)
+}
+
+// writeServeNext tells whoever started the server where to go next.
+func writeServeNext(w io.Writer, url string) {
+	fmt.Fprintf(w, `Next:
+  asmp attach %[1]s    drive a run in the terminal UI (asmp start %[1]s for agent mode)
+  %[1]s/ in a browser    links to the state diagrams (%[1]s/visualize) and the API description (%[1]s/openapi.json)
+  curl %[1]s/          the discovery frame: one start action per workflow
+Docs: README.md (walkthrough, clients, workflow files) and docs/ in the asmp repository.
+`, url)
 }
 
 func isLoopback(addr string) bool {
@@ -215,6 +243,16 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.retention < 0 {
 		return fmt.Errorf("--retention %s: use a positive duration such as 720h, or 0 to keep every run", f.retention)
 	}
+	// Listen before anything is created, so that a busy port is reported
+	// before a database, a signing key and example rows appear.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: the address is in use (another asmp serve?): stop that server, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:8001", f.addr)
+		}
+		return fmt.Errorf("listen on %s: %w", f.addr, err)
+	}
+	defer ln.Close()
 	var eng *engine.Engine
 	resume := func() {
 		if eng != nil {
@@ -281,10 +319,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			log.Error("following other replicas' commits stopped", "err", err)
 		}
 	}()
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", f.addr, err)
-	}
 	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: f.workers, Lease: f.taskLease})
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	defer stopKeeping()
@@ -315,7 +349,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.publicURL != "" {
 		url = f.publicURL
 	}
-	fmt.Fprintf(env.Stderr, "asmp %s listening on http://%s\n", version(), ln.Addr())
+	// One write, so that whoever reads the listening line has the rest.
+	var started strings.Builder
+	fmt.Fprintf(&started, "asmp %s listening on http://%s\n", version(), ln.Addr())
+	writeServeNext(&started, url)
+	io.WriteString(env.Stderr, started.String())
 	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
 
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,17 @@ func newValidateCmd(env *Env) *cobra.Command {
 				} else {
 					r.WorkflowID, r.States = def.ID, len(def.States)
 					for _, w := range def.Warnings {
+						if w.DeadEnd {
+							// A run there could never end: serve warns, validate refuses.
+							w.Warning = false
+							r.Errors = append(r.Errors, f+":"+w.String())
+							continue
+						}
 						r.Warnings = append(r.Warnings, f+":"+w.String())
+					}
+					if len(r.Errors) > 0 {
+						r.Valid = false
+						failed++
 					}
 				}
 				results = append(results, r)
@@ -79,11 +90,11 @@ func newValidateCmd(env *Env) *cobra.Command {
 func newGraphCmd(env *Env) *cobra.Command {
 	var format, current string
 	cmd := &cobra.Command{
-		Use:   "graph WF_FILE",
-		Short: "Print a workflow as a Mermaid state diagram or Graphviz DOT",
+		Use:   "graph WF_FILE|WORKFLOW_ID",
+		Short: "Print a workflow (a file, or a built-in id such as expense-approval-v1) as a Mermaid state diagram or Graphviz DOT",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			def, err := workflow.LoadFile(args[0])
+			def, err := graphDefinition(args[0])
 			if err != nil {
 				return err
 			}
@@ -101,4 +112,21 @@ func newGraphCmd(env *Env) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "mermaid", "output format: mermaid or dot")
 	cmd.Flags().StringVar(&current, "highlight", "", "state to highlight")
 	return cmd
+}
+
+// graphDefinition loads a workflow file, or names a built-in workflow by
+// its id when no such file exists.
+func graphDefinition(arg string) (*workflow.Definition, error) {
+	if _, err := os.Stat(arg); err != nil {
+		builtins, _ := loadWorkflows(nil)
+		var ids []string
+		for _, d := range builtins {
+			if d.ID == arg {
+				return d, nil
+			}
+			ids = append(ids, d.ID)
+		}
+		return nil, fmt.Errorf("%q is neither a workflow file nor a built-in workflow (built-in: %s)", arg, strings.Join(ids, ", "))
+	}
+	return workflow.LoadFile(arg)
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +73,15 @@ type Model struct {
 	notice  string  // a one-line note (what was fired, a state change)
 	fatal   error   // an error that ends the session (e.g. run not found)
 
+	// Input safety: keys typed for one screen must not act on the next.
+	// held: the run moved elsewhere (another client); keys are discarded
+	// until a space. settling: a new screen (state, options or a critical
+	// question) was just shown; keys already queued before settleMsg
+	// comes back were typed before it and are discarded.
+	held     bool
+	settling int // generation awaited; 0 when settled
+	settleN  int
+
 	width    int
 	stream   chan tea.Msg
 	cancel   context.CancelFunc
@@ -94,6 +104,7 @@ type (
 		retry tea.Cmd
 		fatal bool
 	}
+	settleMsg    struct{ gen int }
 	streamMsg    struct{ item client.StreamItem }
 	streamErrMsg struct{ err error }
 	streamEndMsg struct{}
@@ -256,14 +267,23 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		m.spin, cmd = m.spin.Update(msg)
 		return m, cmd
+	case settleMsg:
+		if msg.gen == m.settling {
+			m.settling = 0
+		}
+		return m, nil
 	case loadedMsg:
 		return m, m.applyFrame(msg.frame, &msg.cli, msg.note)
 	case cliMsg:
+		msg.cli = withKeys(msg.cli)
 		if msg.version >= m.cliVer {
 			changed := !sameOptions(m.cli.Options, msg.cli.Options)
 			m.setCLI(msg.cli, msg.version)
 			if changed && (m.mode == modeSelect || m.mode == modeInput) {
 				m.enterSelect()
+			}
+			if changed {
+				return m, m.settle()
 			}
 		}
 		return m, nil
@@ -316,10 +336,12 @@ func (m *Model) applyFrame(f *client.RunFrame, cli *protocol.CLI, note string) t
 	var cmds []tea.Cmd
 	optsChanged := false
 	if cli != nil {
-		optsChanged = !sameOptions(m.cli.Options, cli.Options)
-		m.setCLI(*cli, m.version)
+		keyed := withKeys(*cli)
+		optsChanged = !sameOptions(m.cli.Options, keyed.Options)
+		m.setCLI(keyed, m.version)
 	}
 	stateChanged := first || f.State != prevState
+	ours := m.mode == modeBusy // our own transition is on its way back
 	switch {
 	case protocol.Terminal(f.Status):
 		m.mode = modeDone
@@ -327,8 +349,17 @@ func (m *Model) applyFrame(f *client.RunFrame, cli *protocol.CLI, note string) t
 	case m.mode == modeBusy || m.mode == modeLoading || stateChanged || optsChanged:
 		m.enterSelect()
 	}
-	if stateChanged && !first && note == "" {
+	if stateChanged && !first && note == "" && !ours {
 		m.notice = "The run moved to " + f.State + "."
+		if !protocol.Terminal(f.Status) && !ours {
+			// Someone else moved it: what was being typed was meant for
+			// the state it left.
+			m.held = true
+			m.notice = "Moved to " + f.State + " by another client; what you typed was discarded. Press space to go on."
+		}
+	}
+	if stateChanged || optsChanged {
+		cmds = append(cmds, m.settle())
 	}
 	if !protocol.Terminal(f.Status) {
 		cmds = append(cmds, m.follow())
@@ -336,11 +367,47 @@ func (m *Model) applyFrame(f *client.RunFrame, cli *protocol.CLI, note string) t
 	return tea.Batch(cmds...)
 }
 
+// settle starts a new settling generation: keys processed before its
+// settleMsg comes back were queued before the new screen and are dropped.
+func (m *Model) settle() tea.Cmd {
+	m.settleN++
+	gen := m.settleN
+	m.settling = gen
+	return func() tea.Msg { return settleMsg{gen: gen} }
+}
+
 func (m *Model) setCLI(cli protocol.CLI, version int64) {
 	m.cli, m.cliVer = cli, version
 	if m.cursor >= len(cli.Options) {
 		m.cursor = max(0, len(cli.Options)-1)
 	}
+}
+
+// withKeys gives each option without keys (a state without a CLI hook, or
+// options its hook does not name) a one-letter key, shown and accepted
+// like the workflow's own: the first letter of its action that no other
+// option uses and the UI does not use itself (q quits; j, k, g move; y, n
+// answer questions; r retries).
+func withKeys(cli protocol.CLI) protocol.CLI {
+	opts := slices.Clone(cli.Options)
+	cli.Options = opts
+	const reserved = "qjkgynr"
+	taken := map[string]bool{}
+	for _, o := range opts {
+		taken[normKey(o.Keys)] = true
+	}
+	for i := range opts {
+		if opts[i].Keys != "" {
+			continue
+		}
+		for _, r := range strings.ToLower(opts[i].Action) {
+			if k := string(r); r >= 'a' && r <= 'z' && !strings.ContainsRune(reserved, r) && !taken[k] {
+				opts[i].Keys, taken[k] = k, true
+				break
+			}
+		}
+	}
+	return cli
 }
 
 // enterSelect shows the option list, with the cursor on the enter-key
@@ -443,7 +510,7 @@ func (m *Model) fireOption(i int, input map[string]any, fromInput bool) tea.Cmd 
 	if m.critical(i) && !m.opts.Yes {
 		m.mode = modeConfirm
 		m.ask = &pendingFire{option: i, input: input, fromInput: fromInput}
-		return nil
+		return m.settle() // a y typed ahead does not answer the question
 	}
 	m.mode = modeBusy
 	return m.fire(m.cli.Options[i].Action, input)
@@ -557,6 +624,16 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if key == "ctrl+c" {
 		m.quitting = true
 		return m, tea.Quit
+	}
+	if m.settling != 0 {
+		return m, nil // typed before the screen it would act on was shown
+	}
+	if m.held {
+		if key == " " {
+			m.held = false
+			m.notice = "The run is at " + m.frame.State + "."
+		}
+		return m, nil
 	}
 	if m.errHint != "" && m.mode != modeInput {
 		switch key {

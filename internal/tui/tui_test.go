@@ -21,6 +21,7 @@ import (
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 func newEngine(t *testing.T) *engine.Engine {
@@ -84,7 +85,7 @@ func TestConfigWizardByKeys(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var started atomic.Value
 			tm := start(t, tui.Options{Backend: b, WorkflowID: "config-wizard-v1", OnRun: func(f *client.RunFrame) { started.Store(f.RunID) }})
-			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "1-9 pick · q quit")
+			screen(t, tm, "ASMP config-wizard-v1 * INITIAL", "Config wizard", "Press 1 to start, or 2 to exit.", "> 1. Start wizard [1]", "  2. Exit [2]", "1-9 pick · q quit")
 			tm.Type("1") // the option's key
 			// CONFIGURE: one option that takes input opens its form at once.
 			screen(t, tm, "Set value", "Enter your config value, then choose Save.", "1. Save [enter] value (string)", "Value (string):", "value (string):", "enter Save")
@@ -121,10 +122,19 @@ func TestArrowsAndStreamUpdates(t *testing.T) {
 			if _, err := b.Transition(t.Context(), run.RunID, "start", nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			screen(t, tm, "Set value", "value (string):")
+			screen(t, tm, "Set value", "value (string):", "Moved to CONFIGURE by another client; what you typed was discarded.", "space go on")
+			// Keys meant for the state the run left do nothing, Enter included.
+			tm.Type("y")
+			tm.Send(key(tea.KeyEnter))
+			tm.Type("1")
+			tm.Type(" ")
+			screen(t, tm, "The run is at CONFIGURE.")
+			if f, err := b.Frame(t.Context(), run.RunID); err != nil || f.State != "CONFIGURE" {
+				t.Fatalf("keys typed for the old state moved the run: %v %v", f, err)
+			}
 			tm.Type("x")
 			tm.Send(key(tea.KeyEnter))
-			screen(t, tm, "Apply configuration?")
+			screen(t, tm, "Apply configuration?", "Chose Save.")
 			tm.Send(key(tea.KeyDown))
 			screen(t, tm, "> 2. No, cancel")
 			tm.Send(key(tea.KeyEnter))
@@ -203,7 +213,7 @@ func TestUnknownRun(t *testing.T) {
 func TestPlainLoop(t *testing.T) {
 	for name, b := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			in := strings.NewReader("2\n1\nsave\n?\ndark mode\nmaybe\ny\n")
+			in := strings.NewReader("3\n1\nsave\n?\ndark mode\nmaybe\ny\n")
 			var out bytes.Buffer
 			r, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, In: in, Out: &out, ASCII: true})
 			if err != nil {
@@ -211,8 +221,8 @@ func TestPlainLoop(t *testing.T) {
 			}
 			got := out.String()
 			for _, want := range []string{
-				"-- INITIAL [active] --\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n> ",
-				`[x] "2" is not an option here. Type 1, an action (start) or a key (1 for start).`,
+				"-- INITIAL [active] --\nConfig wizard\nPress 1 to start, or 2 to exit.\n  1) Start wizard [1]\n  2) Exit [2]\n> ",
+				`[x] "3" is not an option here. Type a number 1-2, an action (start, exit) or a key (1 for start, 2 for exit).`,
 				"-- CONFIGURE [active] --\nSet value\nEnter your config value, then choose Save.\n  1) Save [enter] (value (string))\nValue (string):\n> ",
 				"[x] Option 1 (Save, action save) needs input: value (string).",
 				`Type 1, an action (save) or a key (enter for save). save takes value (string): type "save <value>" or just the value.`,
@@ -345,5 +355,41 @@ func TestPlainCriticalActionAsksFirst(t *testing.T) {
 	r, err = tui.RunPlain(t.Context(), tui.Options{Backend: b, RunID: id, Yes: true, In: strings.NewReader("reject too much\n"), Out: &out, ASCII: true})
 	if err != nil || r.State != "REJECTED" || strings.Contains(out.String(), "Send it?") {
 		t.Fatalf("with Yes: %+v %v\n%s", r, err, out.String())
+	}
+}
+
+// A state without a CLI hook: its options get keys, and the generated
+// input hint is shown only in the form it belongs to, not as a leftover
+// label under the list.
+func TestStateWithoutHook(t *testing.T) {
+	def, err := workflow.Load("nohook.yaml", []byte(`workflow_id: nohook-v1
+initial_state: DECIDE
+states: {DECIDE: {hint: Decide.}, OK: {hint: Approved.}, NO: {hint: Rejected.}}
+transitions:
+  - {from: DECIDE, action: approve, to: OK}
+  - {from: DECIDE, action: reject, to: NO, expects: {reason: string}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(memstore.New(), []*workflow.Definition{def}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := embedded.New(eng)
+	tm := start(t, tui.Options{Backend: b})
+	var shown []byte
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		shown = b
+		return bytes.Contains(b, []byte("> 1. approve [a]")) && bytes.Contains(b, []byte("  2. reject [e] reason (string)")) && bytes.Contains(b, []byte("1-9 pick"))
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	if bytes.Contains(shown, []byte("reason (string):")) {
+		t.Fatalf("a leftover input label is shown under the options:\n%s", shown)
+	}
+	tm.Type("a")
+	screen(t, tm, "State:  OK")
+	tm.Send(key(tea.KeyEnter))
+	if r := finalResult(t, tm); r.State != "OK" {
+		t.Fatalf("result = %+v", r)
 	}
 }

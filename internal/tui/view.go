@@ -91,12 +91,12 @@ func (m *Model) View() string {
 		line("")
 	}
 	switch {
-	case m.stale():
+	case m.stale() || m.settling != 0:
 		line("%s %s", m.spin.View(), "Loading the options…")
 	case len(m.cli.Options) == 0 && f.Status != protocol.StatusProcessing:
 		line("%s", styles.dim.Render("No action is offered now."))
 	}
-	if !m.stale() {
+	if !m.stale() && m.settling == 0 {
 		for i, o := range m.cli.Options {
 			ex := m.expects(i)
 			mark := "  "
@@ -119,7 +119,7 @@ func (m *Model) View() string {
 			line("%s%s %s", mark, st.Render(text), strings.Join(tags, " "))
 		}
 	}
-	if m.mode == modeInput {
+	if m.mode == modeInput && m.settling == 0 {
 		line("")
 		if m.cli.InputHint != "" {
 			line("%s", styles.title.Render(m.cli.InputHint))
@@ -134,11 +134,10 @@ func (m *Model) View() string {
 				line("    %s", styles.err.Render(fl.name+" "+fl.err))
 			}
 		}
-	} else if m.cli.InputHint != "" && !m.stale() {
-		line("")
-		line("%s", styles.dim.Render(m.cli.InputHint))
 	}
-	if m.mode == modeConfirm && m.ask != nil {
+	// Outside the form the input hint is not shown: the options already
+	// name what they take, and a label without its field misleads.
+	if m.mode == modeConfirm && m.ask != nil && m.settling == 0 {
 		o := m.cli.Options[m.ask.option]
 		line("")
 		line("%s", styles.err.Render(fmt.Sprintf("%s (%s) is marked critical. Send it? y yes, n no", o.Label, o.Action)))
@@ -163,7 +162,7 @@ func (m *Model) View() string {
 		line("%s", box.Render(styles.err.Render(g.cross+" ")+m.wrap(m.errHint, 6)))
 	} else if m.notice != "" {
 		line("")
-		line("%s", styles.dim.Render(m.notice))
+		line("%s", styles.dim.Render(m.wrap(m.notice, 0)))
 	}
 	line("")
 	line("%s", styles.dim.Render(m.help()))
@@ -171,6 +170,9 @@ func (m *Model) View() string {
 }
 
 func (m *Model) help() string {
+	if m.held {
+		return "space go on · ctrl+c quit"
+	}
 	if m.errHint != "" && m.mode != modeInput {
 		if m.retry != nil {
 			return "r retry · esc back · q quit"

@@ -309,6 +309,13 @@ func TestValidateInput(t *testing.T) {
 		t.Errorf("hint %q does not name the failing rule", protocol.ErrorHint(err))
 	}
 	checkErr(t, r.ValidateInput(map[string]any{"mode": "medium"}), "mode", "at '/mode'")
+	// Large numbers read as people write them (not 2×10⁰⁶).
+	big, err := Decode([]byte(`{"command":"x","flags":[{"name":"a","type":"integer"}],
+		"schema":{"type":"object","properties":{"a":{"maximum":1000000}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkErr(t, big.ValidateInput(map[string]any{"a": int64(2000000)}), "a", "at '/a': maximum: got 2000000, want 1000000")
 
 	// Without a schema every input passes (the per-param checks are the
 	// builder's job).

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/asmp-dev/asmp/protocol"
 )
@@ -121,13 +123,48 @@ func (r *Row) ValidateInput(input map[string]any) error {
 		return protocol.Errorf(protocol.EInvalid, "input does not match the row's schema: %s", protocol.Truncate(err.Error(), 300))
 	}
 	leaf := leafError(ve)
-	msg := strings.Join(strings.Fields(leaf.Error()), " ")
+	msg := strings.Join(strings.Fields(readableError(leaf)), " ")
 	e := protocol.Errorf(protocol.EInvalid, "input does not match the row's schema: %s", protocol.Truncate(msg, 300))
 	e.Err = err
 	if len(leaf.InstanceLocation) > 0 {
 		e.Fields = map[string]any{"field": leaf.InstanceLocation[0]}
 	}
 	return e
+}
+
+// readableError is leaf's message with numeric bounds written as people
+// write them ("got 2000000, want 1000000"): the library's English printer
+// renders large numbers as 2×10⁰⁶.
+func readableError(leaf *jsonschema.ValidationError) string {
+	var name string
+	var got, want *big.Rat
+	switch k := leaf.ErrorKind.(type) {
+	case *kind.Maximum:
+		name, got, want = "maximum", k.Got, k.Want
+	case *kind.Minimum:
+		name, got, want = "minimum", k.Got, k.Want
+	case *kind.ExclusiveMaximum:
+		name, got, want = "exclusiveMaximum", k.Got, k.Want
+	case *kind.ExclusiveMinimum:
+		name, got, want = "exclusiveMinimum", k.Got, k.Want
+	case *kind.MultipleOf:
+		name, got, want = "multipleOf", k.Got, k.Want
+	default:
+		return leaf.Error()
+	}
+	loc := "/" + strings.Join(leaf.InstanceLocation, "/")
+	return fmt.Sprintf("at '%s': %s: got %s, want %s", loc, name, ratString(got), ratString(want))
+}
+
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return protocol.FormatNumber(f)
 }
 
 // leafError follows the first cause down to the most specific failure.

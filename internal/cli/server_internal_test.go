@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/asmp-dev/asmp/internal/agentstate"
+)
+
+// One rule for every client command: --server, else $ASMP_URL, else the
+// run's remembered server, else the address a bare `asmp serve` listens on.
+func TestServerRule(t *testing.T) {
+	dir := t.TempDir()
+	const run = "0190aaaa-0000-7000-8000-000000000001"
+	if err := agentstate.Open(dir).Remember(run, agentstate.Entry{Server: "http://remembered:1"}); err != nil {
+		t.Fatal(err)
+	}
+	envWith := func(url string) *Env {
+		return &Env{Getenv: func(k string) string {
+			switch k {
+			case "ASMP_URL":
+				return url
+			case "ASMP_STATE_DIR":
+				return dir
+			}
+			return ""
+		}}
+	}
+	for _, c := range []struct {
+		name, flag, env, run, want string
+	}{
+		{"flag wins", "http://flag:1", "http://env:1", run, "http://flag:1"},
+		{"then ASMP_URL", "", "http://env:1", run, "http://env:1"},
+		{"then the remembered server", "", "", run, "http://remembered:1"},
+		{"then the default", "", "", "0190aaaa-0000-7000-8000-000000000002", "http://127.0.0.1:8000"},
+		{"no run: the default", "", "", "", "http://127.0.0.1:8000"},
+	} {
+		if got := serverFor(envWith(c.env), c.flag, c.run); got != c.want {
+			t.Errorf("%s: serverFor = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A server on Postgres keeps the ledger's signing key in the user's state
+// directory (never the working directory), or where ASMP_LEDGER_KEY says.
+func TestLedgerKeyPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	env := map[string]string{"ASMP_STATE_DIR": dir}
+	getenv := func(k string) string { return env[k] }
+	p, err := ledgerKeyPath(getenv)
+	if err != nil || p != filepath.Join(dir, "asmp-ledger.key") {
+		t.Fatalf("ledgerKeyPath = %q, %v", p, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir: %v %v", fi, err)
+	}
+	env["ASMP_LEDGER_KEY"] = "/elsewhere/k.key"
+	if p, _ := ledgerKeyPath(getenv); p != "/elsewhere/k.key" {
+		t.Fatalf("ASMP_LEDGER_KEY ignored: %q", p)
+	}
+}
