@@ -70,7 +70,6 @@ func TestUniqueToolName(t *testing.T) {
 	}
 }
 
-
 func TestExpectsSchema(t *testing.T) {
 	got := protocol.ExpectsSchema(map[string]string{
 		"amount": "number", "count": "int", "note": "string", "tags": "array", "meta": "object", "ok": "bool", "odd": "weird",
