@@ -219,7 +219,7 @@ func TestDriveConfigWizard(t *testing.T) {
 	srv := driveServer(t)
 	m := newFakeModel(t,
 		func(t testing.TB, r chatRequest) []string {
-			if r.Model != "test-model" || r.toolNames() != "start" || r.tool("start") != `{"additionalProperties":false,"properties":{},"required":[],"type":"object"}` {
+			if r.Model != "test-model" || r.toolNames() != "start,exit" || r.tool("start") != `{"additionalProperties":false,"properties":{},"required":[],"type":"object"}` {
 				t.Errorf("first request: model %q tools %s %s", r.Model, r.toolNames(), r.tool("start"))
 			}
 			if !strings.Contains(r.system(), "Hint: Start the config wizard.") || !strings.Contains(r.system(), "Current state: INITIAL [active]") {
@@ -228,8 +228,8 @@ func TestDriveConfigWizard(t *testing.T) {
 			if r.Messages[1].Role != "user" || r.text(1) != `Goal: set the value to "dark mode"` {
 				t.Errorf("user message = %s %q", r.Messages[1].Role, r.text(1))
 			}
-			if desc := r.Tools[0].Function.Description; !strings.Contains(desc, "Start wizard") || !strings.Contains(desc, "Press 1 to start") {
-				t.Errorf("start description = %q (want the CLI label and hint)", desc)
+			if desc := r.Tools[0].Function.Description; !strings.Contains(desc, "Start wizard") || !strings.Contains(desc, "Start the config wizard.") || strings.Contains(desc, "Press 1") {
+				t.Errorf("start description = %q (want the CLI label and the frame's hint, not the human one)", desc)
 			}
 			if r.ToolChoice != "required" {
 				t.Errorf("tool_choice = %v", r.ToolChoice)
