@@ -51,6 +51,7 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	streamURL := url("/stream")
 	cliURL := url("/cli")
 	eventsURL := url("/events")
+	version := def.Version()
 	f := protocol.Frame{
 		RunID:       runID,
 		WorkflowID:  def.ID,
@@ -61,16 +62,17 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 		Milestones:  snap.Milestones,
 		StreamURL:   streamURL,
 		Links: map[string]protocol.Link{
-			"self":   {Href: runURL, Method: "GET"},
-			"cli":    {Href: cliURL, Method: "GET"},
-			"events": {Href: eventsURL, Method: "GET"},
+			"self":             {Href: runURL, Method: "GET"},
+			"cli":              {Href: cliURL, Method: "GET"},
+			"events":           {Href: eventsURL, Method: "GET"},
+			"workflow_version": {Href: VersionHref(base, def.ID, version), Method: "GET", Version: version},
 		},
 	}
 	if len(data) > 0 {
 		f.Data = data
 	}
 	if st != nil {
-		f.Hint = st.Hint
+		f.Hint = st.Hint + missingFuncsHint(def, st.Name)
 	}
 	if snap.Status == protocol.StatusFailed && snap.Error != "" {
 		f.Hint = snap.Error
@@ -128,6 +130,9 @@ func (e *Engine) CLI(r *Run) protocol.CLI {
 	}
 	if r.Snapshot.Status == protocol.StatusFailed && r.Snapshot.Error != "" {
 		hint = r.Snapshot.Error
+	}
+	if st != nil {
+		hint += missingFuncsHint(r.Def, st.Name)
 	}
 	c := protocol.CLI{Prompt: protocol.DefaultPrompt, Hint: hint, RunID: r.ID}
 	var hook *workflow.CLIHook

@@ -11,6 +11,25 @@ type WorkflowInfo struct {
 	States       []string `json:"states"`
 	StartHref    string   `json:"start_href"`
 	Default      bool     `json:"default,omitempty"`
+	// Version is the version new runs of the workflow get here.
+	Version string `json:"version,omitempty"`
+	// Versions are the stored versions of the workflow, newest first.
+	Versions []WorkflowVersion `json:"versions,omitempty"`
+}
+
+// WorkflowVersion is one stored version of a workflow in the catalog.
+type WorkflowVersion struct {
+	Version     string    `json:"version"`
+	FirstServed time.Time `json:"first_served"`
+	// ActiveRuns counts the runs pinned to it that have not ended
+	// (neither completed nor failed).
+	ActiveRuns int64 `json:"active_runs"`
+	// Served is true for the version new runs get from this server.
+	Served bool   `json:"served,omitempty"`
+	Href   string `json:"href"`
+	// LegacyRuns counts the runs stored before versions existed that were
+	// pinned to this version when the upgraded server first served it.
+	LegacyRuns int64 `json:"legacy_runs,omitempty"`
 }
 
 // EventLog is a run's history, GET /runs/{run_id}/events.
@@ -31,4 +50,8 @@ type Event struct {
 	To     string    `json:"to"`
 	Actor  string    `json:"actor"`
 	Status string    `json:"status"`
+	// FromVersion and WorkflowVersion are set on migrated events: the
+	// version the run left and the one it is pinned to now.
+	FromVersion     string `json:"from_version,omitempty"`
+	WorkflowVersion string `json:"workflow_version,omitempty"`
 }

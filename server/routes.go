@@ -84,6 +84,8 @@ func (s *Server) api(scope string, h apiFunc) http.Handler {
 func (s *Server) routes() {
 	s.route("GET /{$}", auth.ScopeRead, s.discovery)
 	s.route("GET /workflows", auth.ScopeRead, s.workflows)
+	s.route("GET /workflows/{wf}/versions/{version}", auth.ScopeRead, s.workflowVersion)
+	s.route("POST /workflows/{wf}/migrate", auth.ScopeAdmin, s.migrate)
 	s.route("POST /runs", auth.ScopeRuns, s.startRun)
 	s.route("GET /runs/{run_id}", auth.ScopeRead, s.getRun)
 	s.route("GET /runs/{run_id}/cli", auth.ScopeRead, s.getCLI)
@@ -135,7 +137,15 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) workflows(w http.ResponseWriter, r *http.Request, c *call) error {
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"workflows": s.e.Catalog(c.root, c.wf)})
+	cat := s.e.Catalog(c.root, c.wf)
+	for i := range cat {
+		vs, err := s.e.Versions(r.Context(), c.base, cat[i].WorkflowID)
+		if err != nil {
+			return err
+		}
+		cat[i].Versions = vs
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"workflows": cat})
 	return nil
 }
 

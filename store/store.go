@@ -137,7 +137,8 @@ type Event struct {
 	To     string
 	Actor  string
 	// WorkflowVersion is the version the run is pinned to after the event,
-	// when the event changed it (a migrated event); "" otherwise.
+	// on the events that pin it (created, migrated); "" on the others and
+	// on events stored before versions existed.
 	WorkflowVersion string
 	Snapshot
 }

@@ -283,6 +283,7 @@ func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscript
 				return true, fromProtocol(err)
 			}
 			for i := range evs {
+				l.e.FollowVersion(ctx, r, &evs[i])
 				f, err := l.e.EventFrame(r.Def, &evs[i], l.base)
 				if err != nil {
 					return true, fromProtocol(err)
@@ -332,6 +333,7 @@ func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscript
 				}
 				continue
 			}
+			l.e.FollowVersion(ctx, r, ev)
 			f, err := l.e.EventFrame(r.Def, ev, l.base)
 			if err != nil {
 				yield(client.StreamItem{}, fromProtocol(err))
