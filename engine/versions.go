@@ -194,24 +194,10 @@ const (
 )
 
 // MigratedRun is one run in a migration report.
-type MigratedRun struct {
-	RunID  string `json:"run_id"`
-	From   string `json:"from_state"`
-	To     string `json:"to_state,omitempty"`
-	Result string `json:"result"`
-	Reason string `json:"reason,omitempty"`
-}
+type MigratedRun = protocol.MigratedRun
 
 // MigrationReport is the answer of Migrate.
-type MigrationReport struct {
-	WorkflowID string        `json:"workflow_id"`
-	From       string        `json:"from"`
-	To         string        `json:"to"`
-	DryRun     bool          `json:"dry_run"`
-	Migrated   []MigratedRun `json:"migrated"`
-	Waiting    []MigratedRun `json:"waiting"`
-	Left       []MigratedRun `json:"left"`
-}
+type MigrationReport = protocol.MigrationReport
 
 // migrationPlan is a migration's resolved definitions and state mapping.
 type migrationPlan struct {

@@ -17,6 +17,29 @@ type WorkflowInfo struct {
 	Versions []WorkflowVersion `json:"versions,omitempty"`
 }
 
+// MigratedRun is one run in a migration report: where it was, where it
+// goes, and what became of it (migrated, left, waiting; see Result).
+type MigratedRun struct {
+	RunID  string `json:"run_id"`
+	From   string `json:"from_state"`
+	To     string `json:"to_state,omitempty"`
+	Result string `json:"result"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// MigrationReport is the answer of POST /workflows/{id}/migrate: the runs
+// of version From that moved to To (or, in a dry run, would), those that
+// wait for their background task to settle, and those left as they are.
+type MigrationReport struct {
+	WorkflowID string        `json:"workflow_id"`
+	From       string        `json:"from"`
+	To         string        `json:"to"`
+	DryRun     bool          `json:"dry_run"`
+	Migrated   []MigratedRun `json:"migrated"`
+	Waiting    []MigratedRun `json:"waiting"`
+	Left       []MigratedRun `json:"left"`
+}
+
 // WorkflowVersion is one stored version of a workflow in the catalog.
 type WorkflowVersion struct {
 	Version     string    `json:"version"`
