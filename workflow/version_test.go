@@ -108,7 +108,7 @@ func TestVersionChangesWithTheDefinition(t *testing.T) {
 		src   string
 		files map[string]string
 	}{
-		"a hint": {strings.Replace(versionYAML, "Review it.", "Review it now.", 1), versionFiles},
+		"a hint":                    {strings.Replace(versionYAML, "Review it.", "Review it now.", 1), versionFiles},
 		"a resource file's content": {versionYAML, map[string]string{"guide.md": "# Guide\nRead me twice.\n", "review/SKILL.md": "# Reviewing\n"}},
 		"a skill file's content":    {versionYAML, map[string]string{"guide.md": "# Guide\nRead me.\n", "review/SKILL.md": "# Reviewing, v2\n"}},
 		"the order of transitions": {strings.Replace(strings.Replace(versionYAML,
