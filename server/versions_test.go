@@ -1,0 +1,125 @@
+package server_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/server"
+)
+
+// Migrating runs is an operator action: a token without the admin scope
+// gets 403 naming it; one with it (or with every scope, the default) may.
+func TestMigrateNeedsTheAdminScope(t *testing.T) {
+	const opsSecret = "ops-secret-0123456789ab"
+	tokens, err := auth.NewTokens([]string{"all=" + adminSecret, "ops=" + opsSecret + ":read,admin", "runner=" + runnerSecret + ":read,runs,dispatch,exec"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, setup{opts: &server.Options{Authenticate: tokens.Authenticate}})
+	v := examples.ConfigWizard().Version()
+	body := map[string]any{"from": v, "to": v, "dry_run": true}
+	bearer := func(s string) []string { return []string{"Authorization", "Bearer " + s} }
+	r := e.do("POST", "/workflows/config-wizard-v1/migrate", body, bearer(runnerSecret)...)
+	if r.status != 403 || !strings.Contains(r.hint(t), `lacks the "admin" scope`) {
+		t.Fatalf("a token without admin: %d %s", r.status, r.body)
+	}
+	for _, s := range []string{opsSecret, adminSecret} {
+		if r := e.do("POST", "/workflows/config-wizard-v1/migrate", body, bearer(s)...); r.status != 200 {
+			t.Fatalf("a token with admin: %d %s", r.status, r.body)
+		}
+	}
+}
+
+func TestWorkflowVersionsOverHTTP(t *testing.T) {
+	e := start(t, setup{})
+	f := frame(t, e.do("POST", "/runs", map[string]any{"workflow_id": "config-wizard-v1"}), 201)
+	link := f.Links["workflow_version"]
+	v := examples.ConfigWizard().Version()
+	if link.Version != v || link.Href != e.url+"/workflows/config-wizard-v1/versions/"+v || link.Method != "GET" {
+		t.Fatalf("workflow_version link %+v, want version %s", link, v)
+	}
+
+	// The link serves the stored definition, whose canonical form hashes to the version.
+	r := e.do("GET", link.Href, nil)
+	var sd struct {
+		WorkflowID string          `json:"workflow_id"`
+		Version    string          `json:"version"`
+		Definition json.RawMessage `json:"definition"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &sd) != nil {
+		t.Fatalf("GET %s: %d %s", link.Href, r.status, r.body)
+	}
+	c, err := jcs.Transform(sd.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(c)
+	if sd.WorkflowID != "config-wizard-v1" || sd.Version != v || "sha256:"+hex.EncodeToString(sum[:]) != v {
+		t.Fatalf("the stored definition does not hash to its version %s", v)
+	}
+	// Under the scoped API too; another workflow's versions are not there.
+	if r := e.do("GET", "/w/config-wizard-v1/workflows/config-wizard-v1/versions/"+v, nil); r.status != 200 {
+		t.Fatalf("scoped version URL: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/w/expense-approval-v1/workflows/config-wizard-v1/versions/"+v, nil); r.status != 404 {
+		t.Fatalf("another workflow's version under a scoped API: %d %s", r.status, r.body)
+	}
+
+	// An unknown version: 404 listing the known ones.
+	r = e.do("GET", "/workflows/config-wizard-v1/versions/sha256:00", nil)
+	if r.status != 404 || !strings.Contains(r.hint(t), v) {
+		t.Fatalf("an unknown version: %d %s", r.status, r.body)
+	}
+	r = e.do("POST", "/workflows/config-wizard-v1/migrate", map[string]any{"from": "sha256:00", "to": v})
+	if r.status != 404 || !strings.Contains(r.hint(t), v) {
+		t.Fatalf("migrating from an unknown version: %d %s", r.status, r.body)
+	}
+	// A mapping to a state the target lacks: 400. Bad bodies: 400.
+	for _, b := range []any{
+		map[string]any{"from": v, "to": v, "states": map[string]any{"INITIAL": "NOPE"}},
+		map[string]any{"from": v, "to": 7},
+		map[string]any{"from": v, "to": v, "dry_run": "yes"},
+		map[string]any{"from": v, "to": v, "extra": true},
+		map[string]any{"to": v},
+		"[]",
+	} {
+		if r := e.do("POST", "/workflows/config-wizard-v1/migrate", b); r.status != 400 || r.hint(t) == "" {
+			t.Errorf("migrate %v: %d %s", b, r.status, r.body)
+		}
+	}
+
+	// The catalog keeps its fields and adds the versions with their active runs.
+	var cat struct {
+		Workflows []struct {
+			WorkflowID   string   `json:"workflow_id"`
+			InitialState string   `json:"initial_state"`
+			States       []string `json:"states"`
+			StartHref    string   `json:"start_href"`
+			Version      string   `json:"version"`
+			Versions     []struct {
+				Version    string `json:"version"`
+				ActiveRuns int64  `json:"active_runs"`
+				Served     bool   `json:"served"`
+				Href       string `json:"href"`
+			} `json:"versions"`
+		} `json:"workflows"`
+	}
+	if err := json.Unmarshal(e.do("GET", "/workflows", nil).body, &cat); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range cat.Workflows {
+		if w.InitialState == "" || len(w.States) == 0 || w.StartHref == "" || len(w.Versions) != 1 || w.Versions[0].Version != w.Version || !w.Versions[0].Served {
+			t.Errorf("catalog entry %+v", w)
+		}
+		if w.WorkflowID == "config-wizard-v1" && (w.Versions[0].ActiveRuns != 1 || w.Versions[0].Href != link.Href) {
+			t.Errorf("config-wizard-v1 versions %+v, want 1 active run at %s", w.Versions, link.Href)
+		}
+	}
+}
