@@ -10,8 +10,11 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 // Migrating runs is an operator action: a token without the admin scope
@@ -121,5 +124,46 @@ func TestWorkflowVersionsOverHTTP(t *testing.T) {
 		if w.WorkflowID == "config-wizard-v1" && (w.Versions[0].ActiveRuns != 1 || w.Versions[0].Href != link.Href) {
 			t.Errorf("config-wizard-v1 versions %+v, want 1 active run at %s", w.Versions, link.Href)
 		}
+	}
+}
+
+// The visualizer draws a run on the version it is pinned to and names it.
+func TestVisualizeShowsThePinnedVersion(t *testing.T) {
+	src := func(b string) []byte {
+		return []byte("workflow_id: viz-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, " + b + ": {}, DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: start, to: " + b + "}, {from: " + b + ", action: finish, to: DONE}]\n")
+	}
+	v1, err := workflow.Load("v1.yaml", src("BEFORE"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := workflow.Load("v2.yaml", src("AFTER"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	e1, err := engine.New(st, []*workflow.Definition{v1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e1.Transition(t.Context(), r.ID, "start", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, setup{defs: []*workflow.Definition{v2}, newStor: func(*testing.T) storeT { return st }})
+	page := string(e.do("GET", "/visualize?run_id="+r.ID, nil).body)
+	if !strings.Contains(page, `<code id="workflow-version">`+v1.Version()+`</code>`) || !strings.Contains(page, `<strong id="current-state">BEFORE</strong>`) || strings.Contains(page, ">AFTER<") {
+		t.Fatalf("the visualizer of a run pinned to v1:\n%s", page)
+	}
+	page = string(e.do("GET", "/visualize?workflow_id=viz-v1", nil).body)
+	if !strings.Contains(page, v2.Version()) || strings.Contains(page, ">BEFORE<") {
+		t.Fatalf("the visualizer of the served version:\n%s", page)
+	}
+	page = string(e.do("GET", "/visualize?workflow_id=viz-v1&version="+v1.Version(), nil).body)
+	if !strings.Contains(page, v1.Version()) || !strings.Contains(page, ">BEFORE<") {
+		t.Fatalf("the visualizer of a stored version:\n%s", page)
 	}
 }
