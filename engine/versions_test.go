@@ -316,3 +316,39 @@ func TestProcessingRunMigratesOnceItsTaskSettles(t *testing.T) {
 		}
 	}
 }
+
+// A run pinned to a Go-defined version whose funcs this process does not
+// register is still served: the frame's hint says which funcs are missing,
+// the guard refuses with that reason, the tool answers so; nothing is a 500.
+func TestPinnedGoVersionWithMissingFuncs(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	b := workflow.New("go-v1", "DRAFT")
+	b.State("DRAFT").Hint("Write it.").Tool("lint", "Lint.", nil, func(context.Context, workflow.ToolCall) (any, error) { return "ok", nil })
+	b.State("DONE")
+	b.Transition("DRAFT", "submit", "DONE").Guard(func(map[string]any) (bool, string) { return true, "" })
+	v1 := b.MustBuild()
+	r, err := mustEngine(t, st, v1).StartRun(ctx, "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	n := workflow.New("go-v1", "DRAFT").Version("2") // the funcs are gone in this release
+	n.State("DRAFT").Hint("Write it.")
+	n.State("DONE")
+	n.Transition("DRAFT", "submit", "DONE")
+	e := mustEngine(t, st, n.MustBuild())
+
+	f := frameOf(t, e, r.ID)
+	if f.Links["workflow_version"].Version != v1.Version() || !strings.Contains(f.Hint, "guard:DRAFT/submit") || !strings.Contains(f.Hint, "tool:DRAFT/lint") {
+		t.Fatalf("the frame of a run whose funcs are missing: hint %q, version %s", f.Hint, f.Links["workflow_version"].Version)
+	}
+	_, err = e.Transition(ctx, r.ID, "submit", nil, engine.TransitionOptions{})
+	if protocol.ErrorCode(err) != protocol.EForbidden || !strings.Contains(protocol.ErrorHint(err), "guard:DRAFT/submit") {
+		t.Fatalf("a transition behind a missing guard: %v", err)
+	}
+	_, err = e.InvokeTool(ctx, r.ID, "lint", map[string]any{}, engine.ToolOptions{})
+	if code := protocol.ErrorCode(err); code == protocol.EInternal || code == "" || !strings.Contains(protocol.ErrorHint(err), "tool:DRAFT/lint") {
+		t.Fatalf("a missing tool: %v", err)
+	}
+}
