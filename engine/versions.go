@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,9 +29,6 @@ import (
 type versions struct {
 	mu     sync.RWMutex
 	loaded map[string]*workflow.Definition // workflowID + " " + version
-	// standing are the migrations whose processing runs move once their
-	// tasks settle: workflowID + " " + from -> the plan.
-	standing map[string]*migrationPlan
 }
 
 func versionKey(workflowID, version string) string { return workflowID + " " + version }
@@ -262,7 +260,6 @@ func (e *Engine) Migrate(ctx context.Context, workflowID, from, to string, o Mig
 		return rep, nil
 	}
 	after := ""
-	waiting := false
 	for {
 		page, err := e.store.PinnedRuns(ctx, workflowID, from, after, migrationPage)
 		if err != nil {
@@ -281,20 +278,21 @@ func (e *Engine) Migrate(ctx context.Context, workflowID, from, to string, o Mig
 				rep.Left = append(rep.Left, mr)
 			case MigrationWaiting:
 				rep.Waiting = append(rep.Waiting, mr)
-				waiting = true
 			}
 		}
 		if len(page) < migrationPage {
 			break
 		}
 	}
-	if waiting && !o.DryRun {
-		e.vers.mu.Lock()
-		if e.vers.standing == nil {
-			e.vers.standing = map[string]*migrationPlan{}
+	if len(rep.Waiting) > 0 && !o.DryRun {
+		// Stored, so that whichever process settles a task moves its run.
+		m := store.Migration{WorkflowID: workflowID, From: from, To: to, States: plan.states, Actor: plan.actor, CreatedAt: e.now().UTC()}
+		for _, w := range rep.Waiting {
+			m.Runs = append(m.Runs, w.RunID)
 		}
-		e.vers.standing[versionKey(workflowID, from)] = plan
-		e.vers.mu.Unlock()
+		if err := e.store.PutMigration(ctx, m); err != nil {
+			return nil, internal("could not store the migration of the runs whose tasks are running", err)
+		}
 	}
 	return rep, nil
 }
@@ -382,16 +380,28 @@ func (e *Engine) migrationCommit(r *Run, plan *migrationPlan, target string) sto
 	return c
 }
 
-// settleMigration moves run runID by a standing migration of its version,
-// once its task has settled (see Migrate).
+// settleMigration moves r, whose task has just settled, by the standing
+// migration of its version when that names it (see Migrate).
 func (e *Engine) settleMigration(ctx context.Context, r *Run) {
-	e.vers.mu.RLock()
-	plan := e.vers.standing[versionKey(r.WorkflowID, r.WorkflowVersion)]
-	e.vers.mu.RUnlock()
-	if plan == nil {
+	m, err := e.store.GetMigration(ctx, r.WorkflowID, r.WorkflowVersion)
+	if errors.Is(err, store.ErrNotFound) {
 		return
 	}
-	if _, err := e.migrateRun(ctx, r.ID, plan, false); err != nil {
+	if err != nil {
+		e.log.Warn("reading the standing migration of a run's version failed", "run", r.ID, "err", err)
+		return
+	}
+	if !slices.Contains(m.Runs, r.ID) {
+		return
+	}
+	plan := &migrationPlan{states: m.States, actor: m.Actor}
+	if plan.from, err = e.definition(ctx, r.WorkflowID, m.From); err == nil {
+		plan.to, err = e.definition(ctx, r.WorkflowID, m.To)
+	}
+	if err == nil {
+		_, err = e.migrateRun(ctx, r.ID, plan, false)
+	}
+	if err != nil {
 		e.log.Warn("migrating a run after its task settled failed", "run", r.ID, "err", err)
 	}
 }

@@ -248,7 +248,7 @@ func TestMigrateUnderConcurrentTransitions(t *testing.T) {
 }
 
 // A run that is processing when the migration runs moves once its task
-// settles.
+// settles, on whichever process settles it.
 func TestProcessingRunMigratesOnceItsTaskSettles(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
@@ -287,7 +287,10 @@ func TestProcessingRunMigratesOnceItsTaskSettles(t *testing.T) {
 	}
 	v2 := build(true, "2")
 	e := mustEngine(t, st, v2)
-	sub := e.Hub().Subscribe(r.ID)
+	// The task settles on another process, one that still serves v1: the
+	// standing migration is in the store, not in the migrating process.
+	old := mustEngine(t, st, v1)
+	sub := old.Hub().Subscribe(r.ID)
 	defer sub.Close()
 	rep, err := e.Migrate(ctx, "proc-v1", v1.Version(), v2.Version(), engine.MigrateOptions{States: map[string]string{"WAIT": "WAIT2"}})
 	if err != nil || len(rep.Waiting) != 1 || len(rep.Migrated) != 0 {
@@ -296,7 +299,7 @@ func TestProcessingRunMigratesOnceItsTaskSettles(t *testing.T) {
 	if got, _ := e.GetRun(ctx, r.ID); got.WorkflowVersion != v1.Version() {
 		t.Fatalf("a processing run was re-pinned at once to %s", got.WorkflowVersion)
 	}
-	w := e.StartWorkers(&engine.WorkerOptions{Workers: 1, Lease: time.Minute})
+	w := old.StartWorkers(&engine.WorkerOptions{Workers: 1, Lease: time.Minute})
 	defer w.Stop(time.Second)
 	close(release)
 	deadline := time.After(30 * time.Second) // a bound on a hang, not a timing

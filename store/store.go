@@ -376,6 +376,20 @@ type PinCount struct {
 	Runs    int64
 }
 
+// Migration is a standing migration: the runs Runs of WorkflowID that were
+// processing on version From when an operator migrated them to To, which
+// move (by States, then to states of the same name) once their tasks
+// settle, on whichever process settles them.
+type Migration struct {
+	WorkflowID string
+	From       string
+	To         string
+	States     map[string]string
+	Runs       []string
+	Actor      string
+	CreatedAt  time.Time
+}
+
 // DefinitionStore keeps every workflow definition a server has served, by
 // (workflow id, version), and answers which runs are pinned to which
 // version. Definitions are never changed or deleted: a run may be pinned
@@ -407,6 +421,14 @@ type DefinitionStore interface {
 	// to version, a stored definition, adds their number to its LegacyRuns
 	// and returns it, atomically. ErrNotFound when version is not stored.
 	PinLegacyRuns(ctx context.Context, workflowID, version string) (int64, error)
+
+	// PutMigration stores m as the standing migration of its (WorkflowID,
+	// From), replacing the one stored before.
+	PutMigration(ctx context.Context, m Migration) error
+
+	// GetMigration returns the standing migration of (workflowID, from),
+	// or ErrNotFound.
+	GetMigration(ctx context.Context, workflowID, from string) (Migration, error)
 }
 
 // Store is the persistence of asmp: every part over one database, and

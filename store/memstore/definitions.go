@@ -3,6 +3,8 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -12,8 +14,9 @@ import (
 // definitions keeps the stored workflow definitions by workflow id and
 // version.
 type definitions struct {
-	mu   sync.Mutex
-	byWf map[string]map[string]*store.Definition
+	mu         sync.Mutex
+	byWf       map[string]map[string]*store.Definition
+	migrations map[[2]string]store.Migration
 }
 
 func cloneDef(d *store.Definition) store.Definition {
@@ -129,4 +132,33 @@ func (s *Store) PinLegacyRuns(ctx context.Context, workflowID, version string) (
 	}
 	d.LegacyRuns += n
 	return n, nil
+}
+
+// PutMigration implements store.DefinitionStore.
+func (s *Store) PutMigration(ctx context.Context, m store.Migration) error {
+	s.defs.mu.Lock()
+	defer s.defs.mu.Unlock()
+	if s.defs.migrations == nil {
+		s.defs.migrations = map[[2]string]store.Migration{}
+	}
+	s.defs.migrations[[2]string{m.WorkflowID, m.From}] = cloneMigration(m)
+	return nil
+}
+
+// GetMigration implements store.DefinitionStore.
+func (s *Store) GetMigration(ctx context.Context, workflowID, from string) (store.Migration, error) {
+	s.defs.mu.Lock()
+	defer s.defs.mu.Unlock()
+	m, ok := s.defs.migrations[[2]string{workflowID, from}]
+	if !ok {
+		return store.Migration{}, fmt.Errorf("memstore: migration of %s from %s: %w", workflowID, from, store.ErrNotFound)
+	}
+	return cloneMigration(m), nil
+}
+
+func cloneMigration(m store.Migration) store.Migration {
+	c := m
+	c.States = maps.Clone(m.States)
+	c.Runs = slices.Clone(m.Runs)
+	return c
 }

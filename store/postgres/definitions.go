@@ -128,3 +128,42 @@ func (s *Store) PinLegacyRuns(ctx context.Context, workflowID, version string) (
 	}
 	return n, nil
 }
+
+// PutMigration implements store.DefinitionStore.
+func (s *Store) PutMigration(ctx context.Context, m store.Migration) error {
+	states := m.States
+	if states == nil {
+		states = map[string]string{}
+	}
+	runs := m.Runs
+	if runs == nil {
+		runs = []string{}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO workflow_migrations (workflow_id, from_version, to_version, states, runs, actor, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (workflow_id, from_version) DO UPDATE SET to_version = EXCLUDED.to_version, states = EXCLUDED.states,
+				runs = EXCLUDED.runs, actor = EXCLUDED.actor, created_at = EXCLUDED.created_at`,
+			m.WorkflowID, m.From, m.To, states, runs, m.Actor, m.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: put migration of %s from %s: %w", m.WorkflowID, m.From, err)
+	}
+	return nil
+}
+
+// GetMigration implements store.DefinitionStore.
+func (s *Store) GetMigration(ctx context.Context, workflowID, from string) (store.Migration, error) {
+	m := store.Migration{WorkflowID: workflowID, From: from}
+	err := s.pool.QueryRow(ctx, `SELECT to_version, states, runs, actor, created_at FROM workflow_migrations WHERE workflow_id = $1 AND from_version = $2`,
+		workflowID, from).Scan(&m.To, &m.States, &m.Runs, &m.Actor, &m.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Migration{}, fmt.Errorf("postgres: migration of %s from %s: %w", workflowID, from, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Migration{}, fmt.Errorf("postgres: get migration: %w", err)
+	}
+	m.CreatedAt = utc(m.CreatedAt)
+	return m, nil
+}

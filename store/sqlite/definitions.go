@@ -154,3 +154,62 @@ func (s *Store) PinLegacyRuns(ctx context.Context, workflowID, version string) (
 	}
 	return int64(len(ids)), nil
 }
+
+// PutMigration implements store.DefinitionStore.
+func (s *Store) PutMigration(ctx context.Context, m store.Migration) error {
+	states, err := json.Marshal(nonNilStates(m.States))
+	if err != nil {
+		return fmt.Errorf("sqlite: put migration: %w", err)
+	}
+	runs, err := json.Marshal(nonNilRuns(m.Runs))
+	if err != nil {
+		return fmt.Errorf("sqlite: put migration: %w", err)
+	}
+	return s.write(ctx, func(tx wtx) error {
+		if _, err := tx.Exec(`INSERT INTO workflow_migrations (workflow_id, from_version, to_version, states, runs, actor, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (workflow_id, from_version) DO UPDATE SET to_version = excluded.to_version, states = excluded.states,
+				runs = excluded.runs, actor = excluded.actor, created_at = excluded.created_at`,
+			m.WorkflowID, m.From, m.To, string(states), string(runs), m.Actor, nanos(m.CreatedAt)); err != nil {
+			return fmt.Errorf("sqlite: put migration: %w", err)
+		}
+		return nil
+	})
+}
+
+// GetMigration implements store.DefinitionStore.
+func (s *Store) GetMigration(ctx context.Context, workflowID, from string) (store.Migration, error) {
+	m := store.Migration{WorkflowID: workflowID, From: from}
+	var states, runs string
+	var created int64
+	err := s.queryRow(ctx, `SELECT to_version, states, runs, actor, created_at FROM workflow_migrations WHERE workflow_id = ? AND from_version = ?`,
+		workflowID, from).Scan(&m.To, &states, &runs, &m.Actor, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Migration{}, fmt.Errorf("sqlite: migration of %s from %s: %w", workflowID, from, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Migration{}, fmt.Errorf("sqlite: get migration: %w", err)
+	}
+	if err := json.Unmarshal([]byte(states), &m.States); err != nil {
+		return store.Migration{}, fmt.Errorf("sqlite: get migration: %w", err)
+	}
+	if err := json.Unmarshal([]byte(runs), &m.Runs); err != nil {
+		return store.Migration{}, fmt.Errorf("sqlite: get migration: %w", err)
+	}
+	m.CreatedAt = fromNanos(created)
+	return m, nil
+}
+
+func nonNilStates(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func nonNilRuns(r []string) []string {
+	if r == nil {
+		return []string{}
+	}
+	return r
+}

@@ -29,6 +29,7 @@ func DefinitionStore(t *testing.T, newStore func(t *testing.T) RunsAndDefinition
 		{"PinCarriedByCommits", testPinCarriedByCommits},
 		{"PinCountsAndPinnedRuns", testPinCountsAndPinnedRuns},
 		{"PinLegacyRuns", testPinLegacyRuns},
+		{"StandingMigrations", testStandingMigrations},
 	})
 }
 
@@ -261,5 +262,31 @@ func testPinLegacyRuns(t *testing.T, s RunsAndDefinitions) {
 	}
 	if d, _ := s.GetDefinition(ctx(), "wf-a", "sha256:aa"); d.LegacyRuns != 2 {
 		t.Fatalf("after a second pass the definition records %d legacy runs, want 2", d.LegacyRuns)
+	}
+}
+
+func testStandingMigrations(t *testing.T, s RunsAndDefinitions) {
+	if _, err := s.GetMigration(ctx(), "wf-a", "sha256:aa"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetMigration of none = %v, want ErrNotFound", err)
+	}
+	m := store.Migration{WorkflowID: "wf-a", From: "sha256:aa", To: "sha256:bb", States: map[string]string{"B": "B2"},
+		Runs: []string{"r1", "r2"}, Actor: "ops", CreatedAt: t0}
+	if err := s.PutMigration(ctx(), m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMigration(ctx(), "wf-a", "sha256:aa")
+	if err != nil || got.To != m.To || got.States["B"] != "B2" || len(got.States) != 1 || !slices.Equal(got.Runs, m.Runs) || got.Actor != "ops" || !got.CreatedAt.Equal(t0) {
+		t.Fatalf("GetMigration = %+v, %v; want %+v", got, err, m)
+	}
+	// A later migration of the same version replaces it; others are apart.
+	m2 := store.Migration{WorkflowID: "wf-a", From: "sha256:aa", To: "sha256:cc", Runs: []string{"r3"}, CreatedAt: t0.Add(time.Minute)}
+	if err := s.PutMigration(ctx(), m2); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetMigration(ctx(), "wf-a", "sha256:aa"); got.To != "sha256:cc" || !slices.Equal(got.Runs, []string{"r3"}) || len(got.States) != 0 {
+		t.Fatalf("after a second PutMigration: %+v", got)
+	}
+	if _, err := s.GetMigration(ctx(), "wf-b", "sha256:aa"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another workflow's migration = %v, want ErrNotFound", err)
 	}
 }

@@ -14,3 +14,15 @@ CREATE TABLE definitions (
 ALTER TABLE runs ADD COLUMN workflow_version text COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN IF NOT EXISTS workflow_version text NOT NULL DEFAULT '';
 CREATE INDEX runs_workflow_version ON runs (workflow_id, workflow_version, id);
+-- Standing migrations: runs that were processing when migrated move once
+-- their tasks settle.
+CREATE TABLE workflow_migrations (
+    workflow_id  text COLLATE "C" NOT NULL,
+    from_version text COLLATE "C" NOT NULL,
+    to_version   text NOT NULL,
+    states       jsonb NOT NULL,
+    runs         text[] NOT NULL,
+    actor        text NOT NULL DEFAULT '',
+    created_at   timestamptz NOT NULL,
+    PRIMARY KEY (workflow_id, from_version)
+);

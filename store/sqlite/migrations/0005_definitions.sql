@@ -13,3 +13,15 @@ CREATE TABLE definitions (
 ) WITHOUT ROWID;
 ALTER TABLE runs ADD COLUMN workflow_version TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_workflow_version ON runs (workflow_id, workflow_version, id);
+-- Standing migrations: runs that were processing when migrated move once
+-- their tasks settle (states and runs are JSON).
+CREATE TABLE workflow_migrations (
+    workflow_id  TEXT NOT NULL,
+    from_version TEXT NOT NULL,
+    to_version   TEXT NOT NULL,
+    states       TEXT NOT NULL,
+    runs         TEXT NOT NULL,
+    actor        TEXT NOT NULL DEFAULT '',
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (workflow_id, from_version)
+) WITHOUT ROWID;
