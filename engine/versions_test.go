@@ -355,3 +355,55 @@ func TestPinnedGoVersionWithMissingFuncs(t *testing.T) {
 		t.Fatalf("a missing tool: %v", err)
 	}
 }
+
+// staleListing lists, as runs of a version, runs that were moved off it
+// since: what a migration racing another one reads.
+type staleListing struct {
+	store.Store
+	runs []store.Run
+}
+
+func (s *staleListing) PinnedRuns(ctx context.Context, workflowID, version, after string, limit int) ([]store.Run, error) {
+	var out []store.Run
+	for _, r := range s.runs {
+		if r.ID > after {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// A migration decides on the run as stored when it moves it: a run listed
+// on from but re-pinned since (by a concurrent migration) is not moved
+// again, and a migration to the same version moves nothing.
+func TestMigrateDecidesOnTheStoredRun(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	v1 := renameDef(t, false, "", nil)
+	e1 := mustEngine(t, st, v1)
+	id := started(t, e1, "start")
+	listed, _ := st.GetRun(ctx, id) // still on v1
+	v2 := renameDef(t, true, v1.Version(), nil)
+	e := mustEngine(t, st, v2)
+	if rep, err := e.Migrate(ctx, "rename-v1", v1.Version(), v1.Version(), engine.MigrateOptions{}); err != nil || len(rep.Migrated) != 0 {
+		t.Fatalf("a migration to the same version: %+v, %v", rep, err)
+	}
+	if _, err := e.Migrate(ctx, "rename-v1", v1.Version(), v2.Version(), engine.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := mustEngine(t, &staleListing{Store: st, runs: []store.Run{listed}}, v2)
+	rep, err := stale.Migrate(ctx, "rename-v1", v1.Version(), v2.Version(), engine.MigrateOptions{})
+	if err != nil || len(rep.Migrated) != 0 {
+		t.Fatalf("migrating a run listed on v1 but on v2 now: %+v, %v; want it not moved again", rep, err)
+	}
+	evs, _ := st.Events(ctx, id, 0, 0)
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == store.EventMigrated {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d migrated events, want 1", n)
+	}
+}

@@ -167,3 +167,59 @@ func TestVisualizeShowsThePinnedVersion(t *testing.T) {
 		t.Fatalf("the visualizer of a stored version:\n%s", page)
 	}
 }
+
+// A stream replayed from the start renders each event with the version the
+// run had then: before a migration the old one, after it the new one.
+func TestStreamReplaysEachEventOnItsVersion(t *testing.T) {
+	src := func(b string) []byte {
+		return []byte("workflow_id: replay-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, " + b + ": {hint: In " + b + ".}, DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: start, to: " + b + "}, {from: " + b + ", action: finish, to: DONE}]\n")
+	}
+	v1, _ := workflow.Load("v1.yaml", src("B"), nil)
+	v2, err := workflow.Load("v2.yaml", src("B2"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	e1, err := engine.New(st, []*workflow.Definition{v1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
+	if _, err := e1.Transition(t.Context(), r.ID, "start", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, setup{defs: []*workflow.Definition{v2}, newStor: func(*testing.T) storeT { return st }})
+	if _, err := e.eng.Migrate(t.Context(), "replay-v1", v1.Version(), v2.Version(), engine.MigrateOptions{States: map[string]string{"B": "B2"}}); err != nil {
+		t.Fatal(err)
+	}
+	frame(t, e.do("POST", "/runs/"+r.ID+"/transitions/finish", nil), 200)
+	body := e.do("GET", "/runs/"+r.ID+"/stream", nil, "Last-Event-ID", "0").body
+	type line struct {
+		State string `json:"state"`
+		Hint  string `json:"hint"`
+		Links map[string]struct {
+			Version string `json:"version"`
+		} `json:"_links"`
+	}
+	var lines []line
+	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		checkStreamFrame(t, l)
+		var x line
+		if err := json.Unmarshal([]byte(l), &x); err != nil {
+			t.Fatalf("stream line %q: %v", l, err)
+		}
+		lines = append(lines, x)
+	}
+	want := []struct{ state, hint, version string }{
+		{"INITIAL", "", v1.Version()}, {"B", "In B.", v1.Version()}, {"B2", "In B2.", v2.Version()}, {"DONE", "", v2.Version()},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d stream lines, want %d:\n%s", len(lines), len(want), body)
+	}
+	for i, w := range want {
+		if l := lines[i]; l.State != w.state || l.Hint != w.hint || l.Links["workflow_version"].Version != w.version {
+			t.Errorf("line %d: %s %q on %s; want %s %q on %s", i+1, l.State, l.Hint, l.Links["workflow_version"].Version, w.state, w.hint, w.version)
+		}
+	}
+}

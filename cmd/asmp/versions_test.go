@@ -185,6 +185,11 @@ func TestValidateAgainst(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "state B of the old version") {
 		t.Fatalf("validate --against without a mapping: %v\n%s", err, out)
 	}
+	// A file of another workflow is no version of it.
+	other := writeTemp(t, "other.yaml", strings.Replace(renameV1, "rename-v1", "other-v1", 1), "guide.md", "x")
+	if out, err := exec.Command(binary, "validate", other, "--against", old).CombinedOutput(); err == nil || !strings.Contains(string(out), "is not a version of rename-v1") {
+		t.Fatalf("validate --against another workflow: %v\n%s", err, out)
+	}
 	// Plain validate still checks each file on its own.
 	if out, err := exec.Command(binary, "validate", unmapped, old).CombinedOutput(); err != nil {
 		t.Fatalf("plain validate: %v\n%s", err, out)
