@@ -34,10 +34,12 @@ func (e *Engine) EventLog(ctx context.Context, r *Run, after int64, limit int) (
 		return nil, err
 	}
 	log := &protocol.EventLog{RunID: r.ID, WorkflowID: r.WorkflowID, Events: make([]protocol.Event, len(evs))}
+	at := *r // follows the versions the run had, event by event
 	for i := range evs {
 		ev := &evs[i]
+		e.FollowVersion(ctx, &at, ev)
 		log.Events[i] = protocol.Event{ID: ev.Seq, Time: ev.Time.UTC(), Kind: ev.Kind, Action: ev.Action,
-			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(r.Def, ev), WorkflowVersion: ev.WorkflowVersion}
+			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(at.Def, ev), WorkflowVersion: ev.WorkflowVersion}
 		if ev.Kind == store.EventMigrated {
 			log.Events[i].Action, log.Events[i].FromVersion = "migrate", ev.Action
 		}

@@ -90,9 +90,14 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 		return f
 	}
 	if st.Skill != nil {
+		skillURL := base + "/skills/" + escapePath(st.Skill.Path)
+		if e.defs[def.ID] != def {
+			// Not the served version: name the version, whose skill may differ.
+			skillURL += "?workflow_id=" + neturl.QueryEscape(def.ID) + "&version=" + neturl.QueryEscape(version)
+		}
 		f.ActiveSkill = &protocol.ActiveSkill{
 			Name:           st.Skill.Name,
-			URL:            base + "/skills/" + escapePath(st.Skill.Path),
+			URL:            skillURL,
 			ContextSummary: st.Skill.ContextSummary,
 			Version:        st.Skill.Version,
 		}

@@ -407,3 +407,40 @@ func TestMigrateDecidesOnTheStoredRun(t *testing.T) {
 		t.Fatalf("%d migrated events, want 1", n)
 	}
 }
+
+// A run pinned to an older version links that version's skill, which may
+// differ from the served one at the same path.
+func TestPinnedRunLinksItsVersionsSkill(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	build := func(content string) *workflow.Definition {
+		b := workflow.New("skill-v1", "WORK")
+		b.State("WORK").Skill(workflow.Skill{Name: "worker", Path: "work/SKILL.md", Content: []byte(content)})
+		b.State("DONE")
+		b.Transition("WORK", "done", "DONE")
+		return b.MustBuild()
+	}
+	v1 := build("# Work, the old way\n")
+	r, err := mustEngine(t, st, v1).StartRun(ctx, "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := build("# Work, the new way\n")
+	e := mustEngine(t, st, v2)
+	f := frameOf(t, e, r.ID)
+	want := "http://x/skills/work/SKILL.md?workflow_id=skill-v1&version=" + strings.ReplaceAll(v1.Version(), ":", "%3A")
+	if f.ActiveSkill == nil || f.ActiveSkill.URL != want {
+		t.Fatalf("active_skill %+v, want the url %s", f.ActiveSkill, want)
+	}
+	if c, err := e.SkillAt(ctx, "work/SKILL.md", "skill-v1", v1.Version()); err != nil || string(c.Body) != "# Work, the old way\n" {
+		t.Fatalf("the old version's skill: %v %v", c, err)
+	}
+	if c, err := e.Skill("work/SKILL.md"); err != nil || string(c.Body) != "# Work, the new way\n" {
+		t.Fatalf("the served skill: %v %v", c, err)
+	}
+	// A new run links the served skill, as before.
+	n, _ := e.StartRun(ctx, "", nil, engine.StartOptions{})
+	if f := e.Frame(n, "http://x"); f.ActiveSkill.URL != "http://x/skills/work/SKILL.md" {
+		t.Fatalf("a new run's skill url: %s", f.ActiveSkill.URL)
+	}
+}

@@ -357,7 +357,13 @@ func writeContent(w http.ResponseWriter, c *engine.Content) {
 }
 
 func (s *Server) skill(w http.ResponseWriter, r *http.Request, c *call) error {
-	content, err := s.e.Skill(r.PathValue("path"))
+	var content *engine.Content
+	var err error
+	if q := r.URL.Query(); q.Get("version") != "" {
+		content, err = s.e.SkillAt(r.Context(), r.PathValue("path"), q.Get("workflow_id"), q.Get("version"))
+	} else {
+		content, err = s.e.Skill(r.PathValue("path"))
+	}
 	if err != nil {
 		return err
 	}

@@ -223,3 +223,31 @@ func TestStreamReplaysEachEventOnItsVersion(t *testing.T) {
 		}
 	}
 }
+
+// The skill URL of a run pinned to an older version serves that version's skill.
+func TestPinnedSkillOverHTTP(t *testing.T) {
+	build := func(content string) *workflow.Definition {
+		b := workflow.New("skill-v1", "WORK")
+		b.State("WORK").Skill(workflow.Skill{Name: "worker", Path: "work/SKILL.md", Content: []byte(content)})
+		b.State("DONE")
+		b.Transition("WORK", "done", "DONE")
+		return b.MustBuild()
+	}
+	st := memstore.New()
+	e1, err := engine.New(st, []*workflow.Definition{build("old\n")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
+	e := start(t, setup{defs: []*workflow.Definition{build("new\n")}, newStor: func(*testing.T) storeT { return st }})
+	f := frame(t, e.do("GET", "/runs/"+r.ID, nil), 200)
+	if got := e.do("GET", f.ActiveSkill.URL, nil); got.status != 200 || string(got.body) != "old\n" {
+		t.Fatalf("GET %s: %d %q, want the pinned version's skill", f.ActiveSkill.URL, got.status, got.body)
+	}
+	if got := e.do("GET", "/skills/work/SKILL.md", nil); got.status != 200 || string(got.body) != "new\n" {
+		t.Fatalf("the served skill: %d %q", got.status, got.body)
+	}
+	if got := e.do("GET", "/skills/work/SKILL.md?workflow_id=skill-v1&version=sha256:00", nil); got.status != 404 || got.hint(t) == "" {
+		t.Fatalf("an unknown version's skill: %d %s", got.status, got.body)
+	}
+}
