@@ -31,7 +31,8 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	// Every URL of the frame starts with runURL: build them all in one
 	// string and slice it, one allocation instead of one per URL.
 	runLen := len(base) + len("/runs/") + len(runID)
-	size := 4*runLen + len("/stream/cli/events")
+	version := def.Version()
+	size := 4*runLen + len("/stream/cli/events") + len(base) + len("/workflows//versions/") + len(def.ID) + len(version)
 	for _, t := range offered {
 		size += runLen + len("/transitions/") + len(t.Action)*3
 	}
@@ -51,7 +52,11 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	streamURL := url("/stream")
 	cliURL := url("/cli")
 	eventsURL := url("/events")
-	version := def.Version()
+	vstart := sb.Len()
+	for _, part := range [...]string{base, "/workflows/", def.ID, "/versions/", version} {
+		sb.WriteString(part)
+	}
+	versionURL := sb.String()[vstart:] // VersionHref(base, def.ID, version)
 	f := protocol.Frame{
 		RunID:       runID,
 		WorkflowID:  def.ID,
@@ -65,7 +70,7 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 			"self":             {Href: runURL, Method: "GET"},
 			"cli":              {Href: cliURL, Method: "GET"},
 			"events":           {Href: eventsURL, Method: "GET"},
-			"workflow_version": {Href: VersionHref(base, def.ID, version), Method: "GET", Version: version},
+			"workflow_version": {Href: versionURL, Method: "GET", Version: version},
 		},
 	}
 	if len(data) > 0 {
