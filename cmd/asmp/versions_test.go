@@ -173,7 +173,9 @@ func TestRenameScenarioSQLite(t *testing.T) {
 }
 
 func TestRenameScenarioPostgres(t *testing.T) {
-	renameScenario(t, freshDatabase(t))
+	db := freshDatabase(t)
+	t.Setenv("ASMP_LEDGER_KEY", filepath.Join(t.TempDir(), "ledger.key")) // not in the working directory
+	renameScenario(t, db)
 }
 
 // asmp validate --against reports the states of the old version that the
@@ -200,9 +202,7 @@ func TestValidateAgainst(t *testing.T) {
 // the other v2 already, and both serve every run on its own version.
 func TestRollingRestartServesBothVersions(t *testing.T) {
 	db := freshDatabase(t)
-	key := filepath.Join(t.TempDir(), "ledger.key")
-	os.Setenv("ASMP_LEDGER_KEY", key)
-	defer os.Unsetenv("ASMP_LEDGER_KEY")
+	t.Setenv("ASMP_LEDGER_KEY", filepath.Join(t.TempDir(), "ledger.key"))
 	oldFile := writeTemp(t, "rename.yaml", renameV1, "guide.md", "guide of B\n")
 	a := serve(t, "--db", db, oldFile)
 	b := serve(t, "--db", db, oldFile)
