@@ -78,9 +78,17 @@ func (l *Client) Discover(ctx context.Context) (*client.RunFrame, error) {
 	return &client.RunFrame{Frame: l.e.Discovery(l.base, "")}, nil
 }
 
-// Workflows returns the served workflows.
+// Workflows returns the served workflows, each with its stored versions.
 func (l *Client) Workflows(ctx context.Context) ([]client.WorkflowInfo, error) {
-	return l.e.Catalog(l.base, ""), nil
+	cat := l.e.Catalog(l.base, "")
+	for i := range cat {
+		vs, err := l.e.Versions(ctx, l.base, cat[i].WorkflowID)
+		if err != nil {
+			return nil, fromProtocol(err)
+		}
+		cat[i].Versions = vs
+	}
+	return cat, nil
 }
 
 // StartRun creates a run.

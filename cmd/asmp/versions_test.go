@@ -127,6 +127,9 @@ func renameScenario(t *testing.T, db string) {
 		t.Fatalf("the dry run changed the run: %s", after.body)
 	}
 
+	if out, err := exec.Command(binary, "runs", "migrate", "rename-v1", "--to", v2, "--server", p.url).CombinedOutput(); err == nil || !strings.Contains(string(out), "give --from VERSION and --to VERSION") {
+		t.Fatalf("asmp runs migrate without --from: %v\n%s", err, out)
+	}
 	// asmp runs migrate moves it, with a migrated event naming both versions.
 	out, err = exec.Command(binary, "runs", "migrate", "rename-v1", "--from", v1, "--to", v2, "--server", p.url, "--json").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), moved) {
