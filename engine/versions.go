@@ -230,6 +230,13 @@ func (e *Engine) Migrate(ctx context.Context, workflowID, from, to string, o Mig
 	if from == "" || to == "" {
 		return nil, protocol.Errorf(protocol.EInvalid, "A migration needs from and to: the versions (sha256:…) that GET /workflows lists.")
 	}
+	var err error
+	if from, err = e.resolveVersion(ctx, workflowID, from); err != nil {
+		return nil, err
+	}
+	if to, err = e.resolveVersion(ctx, workflowID, to); err != nil {
+		return nil, err
+	}
 	fromDef, err := e.definition(ctx, workflowID, from)
 	if err != nil {
 		return nil, err
@@ -295,6 +302,36 @@ func (e *Engine) Migrate(ctx context.Context, workflowID, from, to string, o Mig
 		}
 	}
 	return rep, nil
+}
+
+// minVersionPrefix is the shortest abbreviation of a version Migrate
+// accepts: "sha256:" and 12 hex digits, as asmp attach shows it.
+const minVersionPrefix = len("sha256:") + 12
+
+// resolveVersion returns the stored version of workflowID that v names:
+// v itself, or the one version v abbreviates (at least minVersionPrefix
+// long). ENotFound, listing the known versions, when none or several do.
+func (e *Engine) resolveVersion(ctx context.Context, workflowID, v string) (string, error) {
+	if cur, ok := e.defs[workflowID]; ok && cur.Version() == v {
+		return v, nil
+	}
+	ds, err := e.store.Definitions(ctx, workflowID)
+	if err != nil {
+		return "", internal("could not list the workflow's versions", err)
+	}
+	var match []string
+	for _, d := range ds {
+		if d.Version == v {
+			return v, nil
+		}
+		if len(v) >= minVersionPrefix && strings.HasPrefix(d.Version, v) {
+			match = append(match, d.Version)
+		}
+	}
+	if len(match) == 1 {
+		return match[0], nil
+	}
+	return "", e.unknownVersion(ctx, workflowID, v)
 }
 
 func stateNames(d *workflow.Definition) []string {

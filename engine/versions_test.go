@@ -444,3 +444,25 @@ func TestPinnedRunLinksItsVersionsSkill(t *testing.T) {
 		t.Fatalf("a new run's skill url: %s", f.ActiveSkill.URL)
 	}
 }
+
+// Migrate takes a version abbreviated as asmp attach shows it, when it
+// names one stored version; too short an abbreviation names none.
+func TestMigrateTakesAnAbbreviatedVersion(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	v1 := renameDef(t, false, "", nil)
+	id := started(t, mustEngine(t, st, v1), "start")
+	v2 := renameDef(t, true, v1.Version(), nil)
+	e := mustEngine(t, st, v2)
+	short := func(v string) string { return v[:len("sha256:")+12] }
+	if _, err := e.Migrate(ctx, "rename-v1", v1.Version()[:len("sha256:")+4], v2.Version(), engine.MigrateOptions{}); protocol.ErrorCode(err) != protocol.ENotFound {
+		t.Fatalf("a 4-digit abbreviation: %v, want ENotFound", err)
+	}
+	rep, err := e.Migrate(ctx, "rename-v1", short(v1.Version()), short(v2.Version()), engine.MigrateOptions{})
+	if err != nil || len(rep.Migrated) != 1 || rep.From != v1.Version() || rep.To != v2.Version() {
+		t.Fatalf("migrate by abbreviations: %+v, %v", rep, err)
+	}
+	if r, _ := e.GetRun(ctx, id); r.WorkflowVersion != v2.Version() {
+		t.Fatalf("the run is on %s", r.WorkflowVersion)
+	}
+}

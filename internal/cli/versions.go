@@ -110,7 +110,8 @@ when its state is mapped by the migrate: block of --to's file for --from,
 or exists unchanged in --to; each moved run gets a migrated event. The
 others are listed and left as they are; a run whose background task is
 running moves once the task settles. --dry-run reports the same and
-changes nothing. The versions are those "asmp workflows" lists.`,
+changes nothing. The versions are those "asmp workflows" lists; an
+abbreviation (sha256: and at least 12 hex digits) that names one will do.`,
 		Example: `  asmp runs migrate approval-v1 --from sha256:1f2e… --to sha256:9a8b… --dry-run
   asmp runs migrate approval-v1 --from sha256:1f2e… --to sha256:9a8b…`,
 		Args: cobra.ExactArgs(1),
