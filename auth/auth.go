@@ -14,10 +14,11 @@ const (
 	ScopeRuns     = "runs"     // start runs, fire transitions, invoke tools
 	ScopeDispatch = "dispatch" // append to the OIP ledger
 	ScopeExec     = "exec"     // execute directory rows
+	ScopeAdmin    = "admin"    // operator actions: migrate runs between workflow versions
 )
 
 // AllScopes lists every scope.
-var AllScopes = []string{ScopeRead, ScopeRuns, ScopeDispatch, ScopeExec}
+var AllScopes = []string{ScopeRead, ScopeRuns, ScopeDispatch, ScopeExec, ScopeAdmin}
 
 // Anonymous is the principal name used when no tokens are configured.
 const Anonymous = "anonymous"

@@ -10,11 +10,11 @@ import (
 )
 
 func TestParseAndAuthenticate(t *testing.T) {
-	ts, err := auth.NewTokens([]string{"ci=0123456789abcdef:read,runs", "admin=s3cr3t:with:colons-0123"}, " ; bot=zzzzzzzzzzzzzzzzzzzz:dispatch ;")
+	ts, err := auth.NewTokens([]string{"ci=0123456789abcdef:read,runs", "admin=s3cr3t:with:colons-0123"}, " ; bot=zzzzzzzzzzzzzzzzzzzz:dispatch ; ops=opsopsopsopsopsops:read,admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts.Len() != 3 {
+	if ts.Len() != 4 {
 		t.Fatalf("%d tokens", ts.Len())
 	}
 	for _, c := range []struct {
@@ -23,7 +23,8 @@ func TestParseAndAuthenticate(t *testing.T) {
 		code         string
 	}{
 		{"Bearer 0123456789abcdef", "ci", "read,runs", ""},
-		{"bearer s3cr3t:with:colons-0123", "admin", "read,runs,dispatch,exec", ""},
+		{"bearer s3cr3t:with:colons-0123", "admin", "read,runs,dispatch,exec,admin", ""},
+		{"Bearer opsopsopsopsopsops", "ops", "read,admin", ""},
 		{"Bearer zzzzzzzzzzzzzzzzzzzz", "bot", "dispatch", ""},
 		{"", "", "", protocol.EUnauthorized},
 		{"Basic abc", "", "", protocol.EUnauthorized},

@@ -453,3 +453,26 @@ func (c *Client) Events(ctx context.Context, runID string) (*EventLog, error) {
 	}
 	return &log, nil
 }
+
+// MigrateRequest is the body of POST /workflows/{id}/migrate.
+type MigrateRequest struct {
+	From   string            `json:"from"`
+	To     string            `json:"to"`
+	DryRun bool              `json:"dry_run,omitempty"`
+	States map[string]string `json:"states,omitempty"`
+}
+
+// Migrate re-pins the active runs of workflowID from one version to
+// another (POST /workflows/{id}/migrate; the token needs the admin scope)
+// and returns the server's report.
+func (c *Client) Migrate(ctx context.Context, workflowID string, req MigrateRequest) (*protocol.MigrationReport, error) {
+	r, err := c.do(ctx, http.MethodPost, c.baseStr+"/workflows/"+url.PathEscape(workflowID)+"/migrate", req, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out protocol.MigrationReport
+	if err := decodeInto(r, &out, "migration report"); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

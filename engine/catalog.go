@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/asmp-dev/asmp/store"
+
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -15,7 +17,7 @@ func (e *Engine) Catalog(rootBase, workflowID string) []protocol.WorkflowInfo {
 			continue
 		}
 		info := protocol.WorkflowInfo{WorkflowID: d.ID, Description: d.Description, InitialState: d.InitialState,
-			StartHref: StartHref(rootBase, d.ID), Default: d == e.def}
+			StartHref: StartHref(rootBase, d.ID), Default: d == e.def, Version: d.Version()}
 		for _, st := range d.States {
 			info.States = append(info.States, st.Name)
 		}
@@ -32,10 +34,15 @@ func (e *Engine) EventLog(ctx context.Context, r *Run, after int64, limit int) (
 		return nil, err
 	}
 	log := &protocol.EventLog{RunID: r.ID, WorkflowID: r.WorkflowID, Events: make([]protocol.Event, len(evs))}
+	at := *r // follows the versions the run had, event by event
 	for i := range evs {
 		ev := &evs[i]
+		e.FollowVersion(ctx, &at, ev)
 		log.Events[i] = protocol.Event{ID: ev.Seq, Time: ev.Time.UTC(), Kind: ev.Kind, Action: ev.Action,
-			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(r.Def, ev), Reason: ev.Error}
+			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(at.Def, ev), Reason: ev.Error, WorkflowVersion: ev.WorkflowVersion}
+		if ev.Kind == store.EventMigrated {
+			log.Events[i].Action, log.Events[i].FromVersion = "migrate", ev.Action
+		}
 	}
 	return log, nil
 }

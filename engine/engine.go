@@ -106,6 +106,7 @@ type Engine struct {
 	wakeMu      sync.Mutex
 	wake        func()                     // wakes a task worker when a task is enqueued
 	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
+	vers        versions
 }
 
 func (e *Engine) setWake(f func()) {
@@ -121,8 +122,10 @@ func (e *Engine) wakeFunc() func() {
 }
 
 // New returns an engine serving the given workflows from st. The engine
-// uses st's runs and tasks (store.RunStore, store.TaskStore); Store hands
-// the whole store on to the server.
+// uses st's runs, tasks and definitions (store.RunStore, store.TaskStore,
+// store.DefinitionStore); Store hands the whole store on to the server.
+// New stores every definition it is given (see Versions) and pins the runs
+// stored before versions existed to the served version of their workflow.
 func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -182,6 +185,11 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	e.hub.onEmpty = e.seen.drop
 	e.Observe(opts.Observer)
 	e.pure = pureStates(e)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.storeDefinitions(ctx); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

@@ -32,7 +32,8 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	// Every URL of the frame starts with runURL: build them all in one
 	// string and slice it, one allocation instead of one per URL.
 	runLen := len(base) + len("/runs/") + len(runID)
-	size := 4*runLen + len("/stream/cli/events")
+	version := def.Version()
+	size := 4*runLen + len("/stream/cli/events") + len(base) + len("/workflows//versions/") + len(def.ID) + len(version)
 	for _, t := range offered {
 		size += runLen + len("/transitions/") + len(t.Action)*3
 	}
@@ -52,6 +53,11 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	streamURL := url("/stream")
 	cliURL := url("/cli")
 	eventsURL := url("/events")
+	vstart := sb.Len()
+	for _, part := range [...]string{base, "/workflows/", def.ID, "/versions/", version} {
+		sb.WriteString(part)
+	}
+	versionURL := sb.String()[vstart:] // VersionHref(base, def.ID, version)
 	f := protocol.Frame{
 		RunID:       runID,
 		WorkflowID:  def.ID,
@@ -62,16 +68,17 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 		Milestones:  snap.Milestones,
 		StreamURL:   streamURL,
 		Links: map[string]protocol.Link{
-			"self":   {Href: runURL, Method: "GET"},
-			"cli":    {Href: cliURL, Method: "GET"},
-			"events": {Href: eventsURL, Method: "GET"},
+			"self":             {Href: runURL, Method: "GET"},
+			"cli":              {Href: cliURL, Method: "GET"},
+			"events":           {Href: eventsURL, Method: "GET"},
+			"workflow_version": {Href: versionURL, Method: "GET", Version: version},
 		},
 	}
 	if len(data) > 0 {
 		f.Data = data
 	}
 	if st != nil {
-		f.Hint = expandHint(st.Hint, data)
+		f.Hint = expandHint(st.Hint, data) + missingFuncsHint(def, st.Name)
 	}
 	f.Hint = failureHint(f.Hint, snap)
 	for _, t := range offered {
@@ -87,9 +94,14 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 		return f
 	}
 	if st.Skill != nil {
+		skillURL := base + "/skills/" + escapePath(st.Skill.Path)
+		if e.defs[def.ID] != def {
+			// Not the served version: name the version, whose skill may differ.
+			skillURL += "?workflow_id=" + neturl.QueryEscape(def.ID) + "&version=" + neturl.QueryEscape(version)
+		}
 		f.ActiveSkill = &protocol.ActiveSkill{
 			Name:           st.Skill.Name,
-			URL:            base + "/skills/" + escapePath(st.Skill.Path),
+			URL:            skillURL,
 			ContextSummary: st.Skill.ContextSummary,
 			Version:        st.Skill.Version,
 		}
@@ -219,6 +231,9 @@ func (e *Engine) CLI(r *Run) protocol.CLI {
 		c.InputHint = generatedInputHint(offered)
 	}
 	c.Hint = failureHint(expandHint(c.Hint, r.Data), r.Snapshot)
+	if st != nil {
+		c.Hint += missingFuncsHint(r.Def, st.Name)
+	}
 	return c
 }
 

@@ -126,7 +126,7 @@ func (e *Engine) transition(ctx context.Context, runID, action string, input map
 		}
 		next := &Run{Run: c.Run, Def: r.Def, Data: r.Data}
 		if !sameBytes(c.Run.Snapshot.Data, r.Snapshot.Data) {
-			if next, err = e.view(c.Run); err != nil {
+			if next, err = e.view(ctx, c.Run); err != nil {
 				return nil, err
 			}
 		}

@@ -15,9 +15,10 @@ func (e *Engine) StoredRun(ctx context.Context, runID string) (store.Run, error)
 }
 
 // ViewRun returns the engine's view of a run read with StoredRun: its
-// definition and decoded data. ENotFound when its workflow is not served.
-func (e *Engine) ViewRun(sr store.Run) (*Run, error) {
-	return e.view(sr)
+// pinned definition and decoded data. ENotFound when its workflow is
+// neither served nor stored at its version.
+func (e *Engine) ViewRun(ctx context.Context, sr store.Run) (*Run, error) {
+	return e.view(ctx, sr)
 }
 
 // PureState reports whether the State Frame and the CLI object of a run of
@@ -29,6 +30,22 @@ func (e *Engine) ViewRun(sr store.Run) (*Run, error) {
 // workflow or state the engine does not serve.
 func (e *Engine) PureState(workflowID, state string) bool {
 	return e.pure[workflowID][state]
+}
+
+// PureRun is PureState for r's own (pinned) definition.
+func (e *Engine) PureRun(r *Run) bool {
+	if cur, ok := e.defs[r.WorkflowID]; ok && cur == r.Def {
+		return e.pure[r.WorkflowID][r.State]
+	}
+	if _, ok := r.Def.State(r.State); !ok {
+		return false
+	}
+	for _, t := range r.Def.From(r.State) {
+		if !t.Guard.Pure() {
+			return false
+		}
+	}
+	return true
 }
 
 // pureStates records, per workflow, the states whose frames are a

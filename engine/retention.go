@@ -28,15 +28,18 @@ func (e *Engine) Prune(ctx context.Context, before time.Time) (int, error) {
 		}
 		for _, sr := range page {
 			cur = store.RunCursor{UpdatedAt: sr.UpdatedAt, ID: sr.ID}
-			def, ok := e.defs[sr.WorkflowID]
-			if !ok {
+			if _, served := e.defs[sr.WorkflowID]; !served {
+				continue
+			}
+			def, err := e.definition(ctx, sr.WorkflowID, sr.WorkflowVersion)
+			if err != nil {
 				continue
 			}
 			r := &Run{Run: sr, Def: def}
 			if !protocol.Terminal(r.Status()) {
 				continue
 			}
-			err := e.store.DeleteRun(ctx, sr.ID, sr.Version)
+			err = e.store.DeleteRun(ctx, sr.ID, sr.Version)
 			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 				continue // moved on, or pruned by another process
 			}

@@ -74,10 +74,10 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	if initial.Milestone != "" {
 		snap.Milestones = []string{initial.Milestone}
 	}
-	run := store.Run{ID: e.newID(), WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now}
+	run := store.Run{ID: e.newID(), WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now, WorkflowVersion: def.Version()}
 	c := store.Commit{
 		Run:   run,
-		Event: store.Event{RunID: run.ID, Seq: 1, Time: now, Kind: store.EventCreated, To: def.InitialState, Actor: actorOr(o.Actor), Snapshot: snap},
+		Event: store.Event{RunID: run.ID, Seq: 1, Time: now, Kind: store.EventCreated, To: def.InitialState, Actor: actorOr(o.Actor), WorkflowVersion: def.Version(), Snapshot: snap},
 	}
 	if initial.Task != nil {
 		c.Run.Snapshot.Status = protocol.StatusProcessing
@@ -97,7 +97,7 @@ func (e *Engine) GetRun(ctx context.Context, runID string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.view(sr)
+	return e.view(ctx, sr)
 }
 
 // storedRun reads run runID from the store, after its queued commit if it
@@ -121,10 +121,15 @@ func (e *Engine) storedRun(ctx context.Context, runID string) (store.Run, error)
 	return sr, nil
 }
 
-func (e *Engine) view(sr store.Run) (*Run, error) {
-	def, ok := e.defs[sr.WorkflowID]
-	if !ok {
-		return nil, protocol.Errorf(protocol.ENotFound, "Run %s belongs to workflow %q, which this server no longer serves.", sr.ID, sr.WorkflowID)
+// view returns the engine's view of sr: its pinned definition (the served
+// one, or the stored version) and its decoded data.
+func (e *Engine) view(ctx context.Context, sr store.Run) (*Run, error) {
+	def, err := e.definition(ctx, sr.WorkflowID, sr.WorkflowVersion)
+	if err != nil {
+		if protocol.ErrorCode(err) == protocol.ENotFound {
+			return nil, protocol.Errorf(protocol.ENotFound, "Run %s belongs to workflow %q (version %q), which this server neither serves nor has stored.", sr.ID, sr.WorkflowID, sr.WorkflowVersion)
+		}
+		return nil, err
 	}
 	data, err := decodeData(sr.Data)
 	if err != nil {
@@ -249,7 +254,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	}
 	st := r.StateDef()
 	if st == nil {
-		return nil, internal("run is in an undeclared state", errors.New(r.State))
+		// Cannot happen for a pinned run (its version declares its state);
+		// say so as a refusal, not a 500.
+		return nil, notOffered(r, action, nil)
 	}
 	if o.task != nil {
 		// A task may only fire on the entry it was started for.

@@ -159,6 +159,26 @@ func (e *Engine) Skill(p string) (*Content, error) {
 	if !ok {
 		return nil, protocol.Errorf(protocol.ENotFound, "Skill not found: no state links a skill at %s.", quote(p))
 	}
+	return skillContent(p, s)
+}
+
+// SkillAt returns the SKILL.md at p of version version of workflowID: what
+// the frames of a run pinned to a version this process does not serve
+// link (their active_skill.url names the version).
+func (e *Engine) SkillAt(ctx context.Context, p, workflowID, version string) (*Content, error) {
+	d, err := e.definition(ctx, workflowID, version)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range d.States {
+		if st.Skill != nil && st.Skill.Path == p {
+			return skillContent(p, st.Skill)
+		}
+	}
+	return nil, protocol.Errorf(protocol.ENotFound, "Skill not found: no state of %s version %s links a skill at %s.", workflowID, version, quote(p))
+}
+
+func skillContent(p string, s *workflow.Skill) (*Content, error) {
 	body := s.Content
 	if body == nil {
 		b, err := readInside(s.FS, s.Path)

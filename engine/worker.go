@@ -190,6 +190,15 @@ func (w *Workers) run(t store.Task) {
 	}()
 	action, output, receipt, terr := w.execute(ctx, r, st, t)
 	close(leaseDone)
+	if errors.Is(terr, workflow.ErrFuncMissing) {
+		// The run's version names a Go task this process does not have:
+		// hand the task to a process that does, never fail the run for it.
+		log.Warn("the task's Go func is not registered here; handing the task back", "err", terr)
+		if err := e.store.ReleaseTask(bg, t.ID, w.opts.Owner); err != nil {
+			log.Warn("releasing the task failed; its lease will expire", "err", err)
+		}
+		return
+	}
 	if w.ctx.Err() != nil && (terr != nil || action == "") {
 		// Shutting down: hand the task back instead of failing the run.
 		if err := e.store.ReleaseTask(bg, t.ID, w.opts.Owner); err != nil {
@@ -305,9 +314,10 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 		opts.failure = failureReason(r.State, terr)
 	}
 	if action != "" {
-		_, err := e.Transition(bg, r.ID, action, map[string]any{}, opts)
+		next, err := e.Transition(bg, r.ID, action, map[string]any{}, opts)
 		switch {
 		case err == nil:
+			e.settleMigration(bg, next)
 			return
 		case errors.Is(err, errTaskStale):
 			_ = e.store.FinishTask(bg, t.ID)

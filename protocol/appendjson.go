@@ -127,6 +127,13 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 					b = append(b, ',')
 				}
 				b = appendKV(b, `"method":`, l.Method)
+				sep = true
+			}
+			if l.Version != "" {
+				if sep {
+					b = append(b, ',')
+				}
+				b = appendKV(b, `"version":`, l.Version)
 			}
 			b = append(b, '}')
 		}

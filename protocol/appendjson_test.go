@@ -137,7 +137,7 @@ func randFrame(r *rand.Rand) Frame {
 	if r.IntN(3) != 0 {
 		f.Links = map[string]Link{}
 		for range r.IntN(4) {
-			f.Links[randString(r)] = Link{Href: randString(r), Method: randString(r)}
+			f.Links[randString(r)] = Link{Href: randString(r), Method: randString(r), Version: randString(r)}
 		}
 	}
 	return f

@@ -78,6 +78,9 @@ type ActiveSkill struct {
 type Link struct {
 	Href   string `json:"href,omitempty"`
 	Method string `json:"method,omitempty"`
+	// Version is set on the workflow_version link: the version
+	// ("sha256:…") of the definition the run is pinned to.
+	Version string `json:"version,omitempty"`
 }
 
 // Action returns the offered next state named action, if any.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
@@ -20,6 +21,7 @@ var scopeSecrets = map[string]string{
 	auth.ScopeRuns:     "only-runs-secret-0123456789",
 	auth.ScopeDispatch: "only-dispatch-secret-0123456789",
 	auth.ScopeExec:     "only-exec-secret-0123456789",
+	auth.ScopeAdmin:    "only-admin-secret-0123456789",
 }
 
 // edgeEnv is a server with tokens, the OIP ledger on the same edge, and a
@@ -68,6 +70,9 @@ func scopeCases() []scopeCase {
 	asmp := []scopeCase{
 		{pattern: "GET /{$}", method: "GET", path: "/", scope: auth.ScopeRead},
 		{pattern: "GET /workflows", method: "GET", path: "/workflows", scope: auth.ScopeRead},
+		{pattern: "GET /workflows/{wf}/versions/{version}", method: "GET", path: "/workflows/" + wf + "/versions/" + examples.ExpenseApproval().Version(), scope: auth.ScopeRead},
+		{pattern: "POST /workflows/{wf}/migrate", method: "POST", path: "/workflows/" + wf + "/migrate", scope: auth.ScopeAdmin,
+			body: map[string]any{"from": examples.ExpenseApproval().Version(), "to": examples.ExpenseApproval().Version(), "dry_run": true}},
 		{pattern: "POST /runs", method: "POST", path: "/runs", scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
 		{pattern: "POST /{$}", method: "POST", path: "/", scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
 		{pattern: "GET /runs/{run_id}", method: "GET", path: "/runs/RUN", scope: auth.ScopeRead},

@@ -71,6 +71,8 @@ func (s *Server) routes() {
 	rs := slices.Concat(
 		s.route("GET /{$}", auth.ScopeRead, s.discovery),
 		s.route("GET /workflows", auth.ScopeRead, s.workflows),
+		s.route("GET /workflows/{wf}/versions/{version}", auth.ScopeRead, s.workflowVersion),
+		s.route("POST /workflows/{wf}/migrate", auth.ScopeAdmin, s.migrate),
 		s.route("POST /runs", auth.ScopeRuns, s.startRun),
 		s.route("POST /{$}", auth.ScopeRuns, s.startRun), // the protocol's other start route
 		s.route("GET /runs/{run_id}", auth.ScopeRead, s.getRun),
@@ -131,7 +133,15 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) workflows(w http.ResponseWriter, r *http.Request, c *call) error {
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"workflows": s.e.Catalog(c.root, c.wf)})
+	cat := s.e.Catalog(c.root, c.wf)
+	for i := range cat {
+		vs, err := s.e.Versions(r.Context(), c.base, cat[i].WorkflowID)
+		if err != nil {
+			return err
+		}
+		cat[i].Versions = vs
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"workflows": cat})
 	return nil
 }
 
@@ -343,7 +353,13 @@ func writeContent(w http.ResponseWriter, c *engine.Content) {
 }
 
 func (s *Server) skill(w http.ResponseWriter, r *http.Request, c *call) error {
-	content, err := s.e.Skill(r.PathValue("path"))
+	var content *engine.Content
+	var err error
+	if q := r.URL.Query(); q.Get("version") != "" {
+		content, err = s.e.SkillAt(r.Context(), r.PathValue("path"), q.Get("workflow_id"), q.Get("version"))
+	} else {
+		content, err = s.e.Skill(r.PathValue("path"))
+	}
 	if err != nil {
 		return err
 	}

@@ -118,6 +118,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) error {
 	// twice (and skipped by id), never missed.
 	sub := s.e.Hub().Subscribe(run.ID)
 	defer sub.Close()
+	own := *run // catchUp follows the run's versions event by event
+	run = &own
 	sw := newStreamWriter(w, http.StatusOK)
 	if resume {
 		sw.last = after
@@ -155,6 +157,7 @@ func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run,
 		}
 		for i := range evs {
 			ev := &evs[i]
+			s.e.FollowVersion(ctx, run, ev)
 			b, err := encoded.EventLine(s.e, run.Def, ev, base)
 			if err != nil || !sw.line(b) {
 				return true
@@ -176,6 +179,8 @@ func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run,
 func (s *Server) follow(r *http.Request, sw *streamWriter, sub *engine.Subscription, run *engine.Run, base string, stop func(status string) bool) {
 	hb := time.NewTicker(s.opts.Heartbeat)
 	defer hb.Stop()
+	own := *run // the definition follows the run's migrations: not shared
+	run = &own
 	for {
 		select {
 		case <-r.Context().Done():
@@ -219,6 +224,7 @@ func (s *Server) follow(r *http.Request, sw *streamWriter, sub *engine.Subscript
 					continue
 				}
 			}
+			s.e.FollowVersion(r.Context(), run, ev)
 			b, err := s.lines.Line(s.e, run.Def, ev, base)
 			if err != nil || !sw.line(b) {
 				return

@@ -14,9 +14,10 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-// visualize serves GET /visualize?workflow_id=&run_id=: an HTML page with the
-// FSM drawn as inline SVG (no script, no CDN: it works offline), the current
-// state of the run highlighted.
+// visualize serves GET /visualize?workflow_id=&run_id=&version=: an HTML
+// page with the FSM drawn as inline SVG (no script, no CDN: it works
+// offline), the current state of the run highlighted. A run is drawn on the
+// version it is pinned to; version= draws a stored version of the workflow.
 func (s *Server) visualize(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
 	wfID := q.Get("workflow_id")
@@ -40,6 +41,15 @@ func (s *Server) visualize(w http.ResponseWriter, r *http.Request, c *call) erro
 		d, ok := s.e.Workflow(wfID)
 		if !ok {
 			return protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", wfID, strings.Join(s.e.WorkflowIDs(), ", "))
+		}
+		def = d
+	}
+	if run != nil {
+		def = run.Def // the version the run is pinned to
+	} else if v := q.Get("version"); v != "" {
+		d, err := s.e.DefinitionAt(r.Context(), def.ID, v)
+		if err != nil {
+			return err
 		}
 		def = d
 	}
@@ -96,6 +106,7 @@ dt{color:#6b7280}
 </style></head><body>
 <h1>{{.Def.ID}}</h1>
 <p class="sub">{{.Def.Description}}</p>
+<p class="sub">workflow version <code id="workflow-version">{{.Def.Version}}</code></p>
 <nav>{{range .Workflows}}<a href="?workflow_id={{.}}">{{.}}</a>{{end}}</nav>
 {{if .Run}}<div class="card" style="margin:1rem 0"><dl>
 <dt>run</dt><dd><a href="{{.FrameURL}}"><code>{{.Run.ID}}</code></a></dd>

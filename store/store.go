@@ -4,7 +4,7 @@
 //
 // # Parts
 //
-// The contract is split by responsibility into three interfaces, each with
+// The contract is split by responsibility into four interfaces, each with
 // its own conformance suite in package storetest; Store composes them with
 // Close. The three backends (memstore, sqlite, postgres) implement all of
 // Store and pass every suite. A user depends on the narrowest part it
@@ -22,18 +22,16 @@
 //     same data.
 //   - LedgerStore: the OIP dispatch ledger, append-only, with seqs that are
 //     gap-free across processes. It shares nothing with the other parts.
+//   - DefinitionStore: every workflow definition a server has served,
+//     immutable, by workflow id and version (the content hash), with the
+//     counts of the runs pinned to each. A run's pin is Run.WorkflowVersion,
+//     written by CreateRun and carried (or changed, by a migration) by
+//     CommitRun, so a run and its pin never disagree.
 //
 // # Where later additions go
 //
 // Features that are planned each extend one part, so the split stays as it
 // is:
-//
-// Workflow definitions (stored definitions, and the definition version a
-// run is pinned to): stored definitions become a fourth part,
-// DefinitionStore (immutable versions by workflow id and content hash),
-// composed into Store beside the others. A run's pin is a field of Run,
-// written by CreateRun and carried by CommitRun (RunStore), so a run and
-// its pin never disagree.
 //
 // Ledger checkpoints and tree state (signed tree heads, the Merkle tree's
 // stored frontier): LedgerStore, written in the transaction of the
@@ -109,6 +107,10 @@ type Run struct {
 	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// WorkflowVersion is the version ("sha256:…") of the stored definition
+	// the run is pinned to (DefinitionStore); "" for a run stored before
+	// versions existed, until PinLegacyRuns pins it.
+	WorkflowVersion string
 }
 
 // Event kinds.
@@ -116,6 +118,10 @@ const (
 	EventCreated    = "created"
 	EventTransition = "transition"
 	EventFailed     = "failed" // a task failed with no failure action
+	// EventMigrated records a migration: the run was re-pinned from the
+	// version in Event.Action to the one in Event.WorkflowVersion, and
+	// moved from state From (of the old version) to To (of the new one).
+	EventMigrated = "migrated"
 )
 
 // Event is one entry of a run's event log. It records the change (kind,
@@ -130,6 +136,10 @@ type Event struct {
 	From   string
 	To     string
 	Actor  string
+	// WorkflowVersion is the version the run is pinned to after the event,
+	// on the events that pin it (created, migrated); "" on the others and
+	// on events stored before versions existed.
+	WorkflowVersion string
 	Snapshot
 }
 
@@ -340,12 +350,94 @@ type LedgerStore interface {
 	ReplayedBy(ctx context.Context, invID string) ([]string, error)
 }
 
+// Definition is one stored workflow definition: immutable once stored.
+type Definition struct {
+	WorkflowID string
+	// Version is "sha256:" + the hex SHA-256 of Body (package workflow).
+	Version string
+	// Body is the definition's canonical JSON document, self-contained
+	// (resource and skill contents inlined), so a run pinned to it is
+	// served after its file is gone.
+	Body json.RawMessage
+	// FirstServed is when a server first stored (served) this version.
+	FirstServed time.Time
+	// LegacyRuns counts the runs stored before versions existed that were
+	// pinned to this version (PinLegacyRuns) when the upgraded server first
+	// served it.
+	LegacyRuns int64
+}
+
+// PinCount is how many runs of a workflow are pinned to Version and are
+// in State with the stored status override Status.
+type PinCount struct {
+	Version string
+	State   string
+	Status  string
+	Runs    int64
+}
+
+// Migration is a standing migration: the runs Runs of WorkflowID that were
+// processing on version From when an operator migrated them to To, which
+// move (by States, then to states of the same name) once their tasks
+// settle, on whichever process settles them.
+type Migration struct {
+	WorkflowID string
+	From       string
+	To         string
+	States     map[string]string
+	Runs       []string
+	Actor      string
+	CreatedAt  time.Time
+}
+
+// DefinitionStore keeps every workflow definition a server has served, by
+// (workflow id, version), and answers which runs are pinned to which
+// version. Definitions are never changed or deleted: a run may be pinned
+// to any of them. All methods are safe for concurrent use, by many
+// processes for shared backends, and durable when they return nil.
+type DefinitionStore interface {
+	// PutDefinition stores d unless its (WorkflowID, Version) is stored
+	// already, and returns the stored definition (with the FirstServed and
+	// LegacyRuns of the first put when it was there).
+	PutDefinition(ctx context.Context, d Definition) (Definition, error)
+
+	// GetDefinition returns the stored definition, or ErrNotFound.
+	GetDefinition(ctx context.Context, workflowID, version string) (Definition, error)
+
+	// Definitions returns the stored versions of workflowID, newest
+	// FirstServed first (ties by Version, descending); empty when there
+	// are none.
+	Definitions(ctx context.Context, workflowID string) ([]Definition, error)
+
+	// PinCounts counts the runs of workflowID by (version, state, stored
+	// status), in no particular order. Runs not pinned yet count under "".
+	PinCounts(ctx context.Context, workflowID string) ([]PinCount, error)
+
+	// PinnedRuns returns up to limit (<= 0: all) runs of workflowID pinned
+	// to version whose ID is greater than after, ordered by ID.
+	PinnedRuns(ctx context.Context, workflowID, version, after string, limit int) ([]Run, error)
+
+	// PinLegacyRuns pins every run of workflowID that has no version yet
+	// to version, a stored definition, adds their number to its LegacyRuns
+	// and returns it, atomically. ErrNotFound when version is not stored.
+	PinLegacyRuns(ctx context.Context, workflowID, version string) (int64, error)
+
+	// PutMigration stores m as the standing migration of its (WorkflowID,
+	// From), replacing the one stored before.
+	PutMigration(ctx context.Context, m Migration) error
+
+	// GetMigration returns the standing migration of (workflowID, from),
+	// or ErrNotFound.
+	GetMigration(ctx context.Context, workflowID, from string) (Migration, error)
+}
+
 // Store is the persistence of asmp: every part over one database, and
 // Close. A backend is a Store when it keeps the contract of each part.
 type Store interface {
 	RunStore
 	TaskStore
 	LedgerStore
+	DefinitionStore
 
 	// Close releases the store's resources. Commits handed over before
 	// Close are applied (or fail) before it returns.

@@ -29,6 +29,16 @@ func (b *Builder) Description(text string) *Builder {
 	return b
 }
 
+// Version gives the workflow an explicit version label. The label is part
+// of the definition's canonical document, so it is part of its version:
+// change it when a Go func (guard, tool, resource or task) changes in a
+// way runs must not see mid-way, since the version is derived from the
+// declarative part only and names Go funcs by their place, not their code.
+func (b *Builder) Version(label string) *Builder {
+	b.def.label = label
+	return b
+}
+
 // State declares a state (or returns the one declared before under name)
 // for further configuration. States appear in declaration order.
 func (b *Builder) State(name string) *StateBuilder {
@@ -91,6 +101,9 @@ func build(d *Definition, pos func(path string) (line, col int)) (*Definition, e
 			sortProblems(errs)
 		}
 		return nil, &ValidationError{Source: d.Source, Problems: errs}
+	}
+	if err := d.seal(); err != nil {
+		return nil, &ValidationError{Source: d.Source, Problems: []Problem{{Message: err.Error()}}}
 	}
 	return d, nil
 }

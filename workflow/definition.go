@@ -39,9 +39,34 @@ type Definition struct {
 	Source string
 	// Warnings are non-fatal findings of validation (unreachable states).
 	Warnings []Problem
+	// Migrations are the file's `migrate:` blocks: how runs of older
+	// versions move to this one. They are not part of the version.
+	Migrations []Migration
 
 	byName map[string]*State
 	from   map[string][]*Transition
+
+	version   string              // see Version
+	canonical []byte              // see Canonical
+	label     string              // see Label
+	missing   map[string][]string // state -> Go funcs a stored definition lacks
+}
+
+// Migration maps the states of runs pinned to version From to states of
+// this definition: a `migrate:` block of a workflow file.
+type Migration struct {
+	From   string
+	States map[string]string
+}
+
+// MigrationFrom returns the migration block for runs of version from.
+func (d *Definition) MigrationFrom(from string) (Migration, bool) {
+	for _, m := range d.Migrations {
+		if m.From == from {
+			return m, true
+		}
+	}
+	return Migration{}, false
 }
 
 // State returns the declared state with that name.

@@ -23,6 +23,13 @@ type fileWorkflow struct {
 	InitialState string                `yaml:"initial_state"`
 	States       map[string]*fileState `yaml:"states"`
 	Transitions  []fileTransition      `yaml:"transitions"`
+	// Migrate is not part of the definition's version (see Version).
+	Migrate []fileMigration `yaml:"migrate"`
+}
+
+type fileMigration struct {
+	From   string            `yaml:"from"`
+	States map[string]string `yaml:"states"`
 }
 
 type fileState struct {
@@ -144,6 +151,9 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 			t.Guard = &Guard{Expr: ft.Guard.Expr, Reason: ft.Guard.Reason}
 		}
 		d.Transitions = append(d.Transitions, t)
+	}
+	for _, m := range fw.Migrate {
+		d.Migrations = append(d.Migrations, Migration{From: m.From, States: m.States})
 	}
 	pos := func(p string) (int, int) { return position(body, p) }
 	def, err := build(d, pos)

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -148,7 +149,41 @@ func (v *validator) validate() {
 	for _, s := range d.States {
 		v.state(s)
 	}
+	v.migrations()
 	v.reachability()
+}
+
+// versionPattern is the shape of a workflow version.
+var versionPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// migrations checks the `migrate:` blocks: each names a version once, and
+// maps state names to states this definition declares.
+func (v *validator) migrations() {
+	seen := map[string]bool{}
+	for i, m := range v.def.Migrations {
+		p := fmt.Sprintf("migrate[%d]", i)
+		if !versionPattern.MatchString(m.From) {
+			v.errf(p+".from", "%q is not a workflow version: use the sha256:… version that `asmp workflows` lists", m.From)
+		}
+		if seen[m.From] {
+			v.errf(p+".from", "version %s has two migrate blocks", m.From)
+		}
+		seen[m.From] = true
+		olds := make([]string, 0, len(m.States))
+		for k := range m.States {
+			olds = append(olds, k)
+		}
+		sort.Strings(olds)
+		for _, old := range olds {
+			to := m.States[old]
+			if !statePattern.MatchString(old) {
+				v.errf(p+".states."+old, "%q is not a valid state name", old)
+			}
+			if _, ok := v.def.byName[to]; !ok {
+				v.errf(p+".states."+old, "state %s is mapped to %q, which is not declared under states", old, to)
+			}
+		}
+	}
 }
 
 func (v *validator) expects(path string, in map[string]string) map[string]string {

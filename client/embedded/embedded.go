@@ -78,9 +78,17 @@ func (l *Client) Discover(ctx context.Context) (*client.RunFrame, error) {
 	return &client.RunFrame{Frame: l.e.Discovery(l.base, "")}, nil
 }
 
-// Workflows returns the served workflows.
+// Workflows returns the served workflows, each with its stored versions.
 func (l *Client) Workflows(ctx context.Context) ([]client.WorkflowInfo, error) {
-	return l.e.Catalog(l.base, ""), nil
+	cat := l.e.Catalog(l.base, "")
+	for i := range cat {
+		vs, err := l.e.Versions(ctx, l.base, cat[i].WorkflowID)
+		if err != nil {
+			return nil, fromProtocol(err)
+		}
+		cat[i].Versions = vs
+	}
+	return cat, nil
 }
 
 // StartRun creates a run.
@@ -283,6 +291,7 @@ func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscript
 				return true, fromProtocol(err)
 			}
 			for i := range evs {
+				l.e.FollowVersion(ctx, r, &evs[i])
 				f, err := l.e.EventFrame(r.Def, &evs[i], l.base)
 				if err != nil {
 					return true, fromProtocol(err)
@@ -332,6 +341,7 @@ func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscript
 				}
 				continue
 			}
+			l.e.FollowVersion(ctx, r, ev)
 			f, err := l.e.EventFrame(r.Def, ev, l.base)
 			if err != nil {
 				yield(client.StreamItem{}, fromProtocol(err))

@@ -59,6 +59,41 @@ func TestLegacyFixture(t *testing.T) {
 		}
 	}
 
+	// The first start after the upgrade pinned every run of the release to
+	// the version served now, and recorded it.
+	var cat struct {
+		Workflows []struct {
+			WorkflowID string `json:"workflow_id"`
+			Version    string `json:"version"`
+			Versions   []struct {
+				Version    string `json:"version"`
+				LegacyRuns int64  `json:"legacy_runs"`
+			} `json:"versions"`
+		} `json:"workflows"`
+	}
+	if err := json.Unmarshal(jsonBody(t, p.do("GET", "/workflows", nil)), &cat); err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]string{}
+	for _, w := range cat.Workflows {
+		var n int64
+		for _, r := range m.Runs {
+			if r.WorkflowID == w.WorkflowID {
+				n++
+			}
+		}
+		if len(w.Versions) != 1 || w.Versions[0].Version != w.Version || w.Versions[0].LegacyRuns != n {
+			t.Errorf("workflow %s: versions %+v; want only the served %s, recording the release's %d runs", w.WorkflowID, w.Versions, w.Version, n)
+		}
+		served[w.WorkflowID] = w.Version
+	}
+	for _, want := range m.Runs {
+		f := frameOf(t, p.do("GET", "/runs/"+want.ID, nil), 200)
+		if l := f.Links["workflow_version"]; l.Version == "" || l.Version != served[want.WorkflowID] {
+			t.Errorf("run %s: pinned to %q, want the served version %s", want.Role, l.Version, served[want.WorkflowID])
+		}
+	}
+
 	var ck oip.Checkpoint
 	if err := json.Unmarshal(jsonBody(t, p.do("GET", "/api/ledger/checkpoint", nil, accept...)), &ck); err != nil {
 		t.Fatal(err)

@@ -18,19 +18,35 @@ func init() {
 
 func newValidateCmd(env *Env) *cobra.Command {
 	var asJSON bool
+	var against string
 	cmd := &cobra.Command{
-		Use:   "validate WF_FILE...",
+		Use:   "validate WF_FILE... [--against OLD_FILE]",
 		Short: "Check workflow files (YAML or JSON) and report every problem with its position",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check each workflow file on its own and report every problem with its
+position. With --against OLD_FILE, also compare each file with the older
+version of the same workflow in OLD_FILE, before anyone restarts a server
+on it: every state of the old version that the new one lacks and that its
+migrate: block for the old version does not map is an error, since runs
+in that state could not be moved to the new version.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			type result struct {
 				File       string   `json:"file"`
 				Valid      bool     `json:"valid"`
 				WorkflowID string   `json:"workflow_id,omitempty"`
+				Version    string   `json:"version,omitempty"`
 				States     int      `json:"states,omitempty"`
 				Errors     []string `json:"errors,omitempty"`
 				Warnings   []string `json:"warnings,omitempty"`
+			}
+			var old *workflow.Definition
+			if against != "" {
+				d, err := workflow.LoadFile(against)
+				if err != nil {
+					return &exitError{code: 1, err: fmt.Errorf("--against %s: %w", against, err)}
+				}
+				old = d
 			}
 			var results []result
 			failed := 0
@@ -41,7 +57,7 @@ func newValidateCmd(env *Env) *cobra.Command {
 					failed++
 					r.Errors = strings.Split(err.Error(), "\n")
 				} else {
-					r.WorkflowID, r.States = def.ID, len(def.States)
+					r.WorkflowID, r.Version, r.States = def.ID, def.Version(), len(def.States)
 					for _, w := range def.Warnings {
 						if w.DeadEnd {
 							// A run there could never end: serve warns, validate refuses.
@@ -50,6 +66,15 @@ func newValidateCmd(env *Env) *cobra.Command {
 							continue
 						}
 						r.Warnings = append(r.Warnings, f+":"+w.String())
+					}
+					if old != nil {
+						if old.ID != def.ID {
+							r.Errors = append(r.Errors, fmt.Sprintf("%s: workflow %s is not a version of %s (%s)", f, def.ID, old.ID, against))
+						}
+						for _, st := range againstProblems(def, old) {
+							r.Errors = append(r.Errors, fmt.Sprintf("%s: state %s of the old version (%s, %s) is missing here and no migrate: block maps it; add `migrate: [{from: %s, states: {%s: NEW_STATE}}]`",
+								f, st, against, old.Version(), old.Version(), st))
+						}
 					}
 					if len(r.Errors) > 0 {
 						r.Valid = false
@@ -84,6 +109,7 @@ func newValidateCmd(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable results")
+	cmd.Flags().StringVar(&against, "against", "", "an older version of the workflow: report its states this one drops without a migrate: mapping")
 	return cmd
 }
 

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/store"
 )
@@ -335,4 +337,49 @@ func keysOf(t *testing.T, data json.RawMessage) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// CheckPinning serves the built-in workflows (what the release served) on
+// s, a store opened by the current code on a copy of the fixture, and
+// checks that the first start after the upgrade pins every run the release
+// left to the served version of its workflow and records it: each
+// version's LegacyRuns counts its runs. A second start pins none again.
+func CheckPinning(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	defs := append(examples.All(), examples.NumberFacts())
+	before := map[string]int64{}
+	for _, d := range defs {
+		counts, err := s.PinCounts(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range counts {
+			if c.Version != "" {
+				t.Fatalf("workflow %s: %d runs of the release are pinned to %q before the first start", d.ID, c.Runs, c.Version)
+			}
+			before[d.ID] += c.Runs
+		}
+	}
+	for round := 1; round <= 2; round++ {
+		if _, err := engine.New(s, defs, nil); err != nil {
+			t.Fatalf("start %d after the upgrade: %v", round, err)
+		}
+		for _, d := range defs {
+			sd, err := s.GetDefinition(ctx, d.ID, d.Version())
+			if err != nil {
+				t.Fatalf("workflow %s: the served version is not stored: %v", d.ID, err)
+			}
+			if sd.LegacyRuns != before[d.ID] {
+				t.Errorf("start %d: workflow %s records %d runs of the release pinned to its version, want %d", round, d.ID, sd.LegacyRuns, before[d.ID])
+			}
+			runs, err := s.PinnedRuns(ctx, d.ID, d.Version(), "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(runs)) != before[d.ID] {
+				t.Errorf("start %d: %d runs of %s are pinned to %s, want %d", round, len(runs), d.ID, d.Version(), before[d.ID])
+			}
+		}
+	}
 }

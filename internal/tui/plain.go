@@ -70,7 +70,7 @@ func (p *plain) run() error {
 	if p.o.OnRun != nil {
 		p.o.OnRun(p.frame)
 	}
-	p.printf("Run %s (%s)\n", p.frame.RunID, p.frame.WorkflowID)
+	p.printf("Run %s (%s%s)\n", p.frame.RunID, p.frame.WorkflowID, workflowVersion(&p.frame.Frame, ", workflow version "))
 	for {
 		if protocol.Terminal(p.frame.Status) {
 			p.printDone()

@@ -62,7 +62,7 @@ func (m *Model) View() string {
 	}
 	f := m.frame
 	line("%s", styles.header.Render(fmt.Sprintf("ASMP %s %s %s run %s", f.WorkflowID, g.bullet, f.State, f.RunID)))
-	line("%s", styles.dim.Render(fmt.Sprintf("status %s %s version %d", f.Status, g.bullet, m.version)))
+	line("%s", styles.dim.Render(fmt.Sprintf("status %s %s version %d%s", f.Status, g.bullet, m.version, workflowVersion(&f.Frame, " "+g.bullet+" workflow "))))
 	line("")
 
 	if m.mode == modeDone {
@@ -249,4 +249,18 @@ func sortedKeys(m map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// workflowVersion is prefix and the short form of the workflow version the
+// frame's run is pinned to (its _links.workflow_version), or "" when the
+// server names none.
+func workflowVersion(f *protocol.Frame, prefix string) string {
+	v := f.Links["workflow_version"].Version
+	if v == "" {
+		return ""
+	}
+	if len(v) > len("sha256:")+12 {
+		v = v[:len("sha256:")+12]
+	}
+	return prefix + v
 }

@@ -88,7 +88,7 @@ func appendEvent(b []byte, e *event) []byte {
 		b = appendBytes(b, t)
 		b = appendString(b, name)
 	}
-	for _, s := range [...]string{e.kind, e.action, e.from, e.to, e.actor, e.snap.State, e.snap.Status, e.snap.Error} {
+	for _, s := range [...]string{e.kind, e.action, e.from, e.to, e.actor, e.snap.State, e.snap.Status, e.snap.Error, e.wver} {
 		b = appendString(b, s)
 	}
 	if e.snap.Data == nil {
@@ -138,7 +138,7 @@ func decodeEvent(b []byte) (event, []byte, error) {
 	default:
 		return event{}, nil, errCorrupt
 	}
-	for _, p := range [...]*string{&e.kind, &e.action, &e.from, &e.to, &e.actor, &e.snap.State, &e.snap.Status, &e.snap.Error} {
+	for _, p := range [...]*string{&e.kind, &e.action, &e.from, &e.to, &e.actor, &e.snap.State, &e.snap.Status, &e.snap.Error, &e.wver} {
 		*p = d.string()
 	}
 	switch d.byte() {

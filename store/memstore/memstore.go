@@ -25,6 +25,7 @@ type Store struct {
 	byKey  map[string][]int64 // key -> seqs, oldest first
 	replay map[string][]string
 	lmu    sync.Mutex // serialises ledger appends
+	defs   definitions
 }
 
 // runEntry is one run: its event log and, only when it cannot be derived
@@ -34,6 +35,7 @@ type Store struct {
 // freshly created run. The run's id is its key in Store.runs.
 type runEntry struct {
 	wf  string
+	ver string // the run's WorkflowVersion
 	log eventLog
 	run *store.Run // the current value when derived() would differ from it
 }
@@ -51,11 +53,12 @@ type event struct {
 	from   string
 	to     string
 	actor  string
+	wver   string
 	snap   store.Snapshot
 }
 
 func newEvent(ev store.Event) event {
-	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, snap: ev.Snapshot}
+	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, wver: ev.WorkflowVersion, snap: ev.Snapshot}
 	if n := ev.Time.UnixNano(); time.Unix(0, n).UTC() == ev.Time {
 		e.unix = n
 	} else {
@@ -73,7 +76,7 @@ func (e *event) time() time.Time {
 }
 
 func (e *event) public(runID string, seq int64) store.Event {
-	return store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor, Snapshot: e.snap}
+	return store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor, WorkflowVersion: e.wver, Snapshot: e.snap}
 }
 
 // current returns the value of run id.
@@ -87,12 +90,13 @@ func (e *runEntry) current(id string) store.Run {
 // derived is the value of run id as its event log tells it.
 func (e *runEntry) derived(id string) store.Run {
 	last := &e.log.last
-	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(e.log.len()), CreatedAt: e.log.firstTime(), UpdatedAt: last.time()}
+	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(e.log.len()), CreatedAt: e.log.firstTime(), UpdatedAt: last.time(), WorkflowVersion: e.ver}
 }
 
 // set makes r the run's current value, kept explicitly only when the log
 // does not already say exactly r.
 func (e *runEntry) set(r store.Run) {
+	e.ver = r.WorkflowVersion
 	if sameRun(r, e.derived(r.ID)) {
 		e.run = nil
 		return
@@ -119,7 +123,7 @@ func (e *runEntry) status() string {
 // equal with ==, and byte and string slices with equal content and equal
 // nil-ness.
 func sameRun(a, b store.Run) bool {
-	return a.ID == b.ID && a.WorkflowID == b.WorkflowID && a.Version == b.Version &&
+	return a.ID == b.ID && a.WorkflowID == b.WorkflowID && a.Version == b.Version && a.WorkflowVersion == b.WorkflowVersion &&
 		a.CreatedAt == b.CreatedAt && a.UpdatedAt == b.UpdatedAt &&
 		a.State == b.State && a.Status == b.Status && a.Error == b.Error &&
 		(a.Data == nil) == (b.Data == nil) && string(a.Data) == string(b.Data) &&

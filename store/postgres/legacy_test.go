@@ -91,6 +91,7 @@ func TestLegacyFixture(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 
 	legacyfixture.CheckStore(t, s, m)
+	legacyfixture.CheckPinning(t, s)
 	ledger, err := oip.New(s, &oip.Options{KeyPath: key})
 	if err != nil {
 		t.Fatal(err)

@@ -67,9 +67,9 @@ func checkCommit(c store.Commit) error {
 // queueRest queues the commit's event, task changes and notification.
 func queueRest(b *pgx.Batch, c store.Commit) {
 	e := c.Event
-	b.Queue(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12, $13)`,
-		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestones(e.Milestones), text(e.Error))
+	b.Queue(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12, $13, $14)`,
+		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestones(e.Milestones), text(e.Error), e.WorkflowVersion)
 	if c.Complete != "" {
 		b.Queue(`UPDATE tasks SET status = 'done', owner = '', lease_until = NULL, updated_at = $1 WHERE id = $2 AND status <> 'done'`,
 			e.Time, c.Complete)
@@ -115,9 +115,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
-			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.CreatedAt, r.UpdatedAt)
+		b.Queue(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version)
+			VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.CreatedAt, r.UpdatedAt, r.WorkflowVersion)
 		queueRest(b, c)
 		return runBatch(ctx, tx, b)
 	})
@@ -142,14 +142,14 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return r, nil
 }
 
-const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at`
+const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version`
 
 // scanRun reads one row of runCols.
 func scanRun(row pgx.Row) (store.Run, error) {
 	var r store.Run
 	var data []byte
 	var ms []string
-	if err := row.Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt); err != nil {
+	if err := row.Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.WorkflowVersion); err != nil {
 		return store.Run{}, err
 	}
 	r.Data = json.RawMessage(data)
@@ -174,9 +174,9 @@ func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) e
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7
+		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7, workflow_version = $10
 			WHERE id = $8 AND version = $9`,
-			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected)
+			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected, r.WorkflowVersion)
 		queueRest(b, c)
 		return runBatch(ctx, tx, b)
 	})
@@ -203,7 +203,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error
+	rows, err := s.pool.Query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version
 		FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
@@ -212,7 +212,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	var data []byte
 	var ms []string
 	e := store.Event{RunID: runID}
-	_, err = pgx.ForEachRow(rows, []any{&e.Seq, &e.Time, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&e.Seq, &e.Time, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error, &e.WorkflowVersion}, func() error {
 		ev := e
 		ev.Time = utc(e.Time)
 		ev.Data = json.RawMessage(data)

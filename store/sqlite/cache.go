@@ -18,7 +18,7 @@ const (
 
 // runSize approximates the memory a kept run holds.
 func runSize(r store.Run) int {
-	n := 256 + len(r.ID) + len(r.WorkflowID) + len(r.State) + len(r.Status) + len(r.Error) + len(r.Data)
+	n := 256 + len(r.ID) + len(r.WorkflowID) + len(r.WorkflowVersion) + len(r.State) + len(r.Status) + len(r.Error) + len(r.Data)
 	for _, m := range r.Milestones {
 		n += 16 + len(m)
 	}

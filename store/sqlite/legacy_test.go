@@ -35,6 +35,7 @@ func TestLegacyFixture(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 
 	legacyfixture.CheckStore(t, s, m)
+	legacyfixture.CheckPinning(t, s)
 	ledger, err := oip.New(s, &oip.Options{KeyPath: path + ".key"})
 	if err != nil {
 		t.Fatal(err)

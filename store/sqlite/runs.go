@@ -69,9 +69,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
-		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.CreatedAt), nanos(r.UpdatedAt))
+		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.CreatedAt), nanos(r.UpdatedAt), r.WorkflowVersion)
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}
@@ -85,9 +85,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 // applyRest writes the commit's event and task changes.
 func (s *Store) applyRest(tx wtx, c store.Commit) error {
 	e := c.Event
-	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.RunID, e.Seq, nanos(e.Time), e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestonesJSON(e.Milestones), e.Error); err != nil {
+	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.RunID, e.Seq, nanos(e.Time), e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestonesJSON(e.Milestones), e.Error, e.WorkflowVersion); err != nil {
 		return fmt.Errorf("sqlite: insert event: %w", err)
 	}
 	if c.Complete != "" {
@@ -105,14 +105,14 @@ func (s *Store) applyRest(tx wtx, c store.Commit) error {
 	return nil
 }
 
-const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at`
+const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version`
 
 // scanRun reads one row of runCols.
 func scanRun(sc scanner) (store.Run, error) {
 	var r store.Run
 	var data, ms string
 	var created, updated int64
-	if err := sc.Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &created, &updated); err != nil {
+	if err := sc.Scan(&r.ID, &r.WorkflowID, &r.State, &r.Status, &data, &ms, &r.Error, &r.Version, &created, &updated, &r.WorkflowVersion); err != nil {
 		return store.Run{}, err
 	}
 	r.Data = json.RawMessage(data)
@@ -211,9 +211,9 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
-		res, err := tx.Exec(`UPDATE runs SET state = ?, status = ?, data = ?, milestones = ?, error = ?, version = ?, updated_at = ?
+		res, err := tx.Exec(`UPDATE runs SET state = ?, status = ?, data = ?, milestones = ?, error = ?, version = ?, updated_at = ?, workflow_version = ?
 			WHERE id = ? AND version = ?`,
-			r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.ID, expected)
+			r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.WorkflowVersion, r.ID, expected)
 		if err != nil {
 			return fmt.Errorf("sqlite: update run: %w", err)
 		}
@@ -234,7 +234,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error
+	rows, err := s.query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version
 		FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: events: %w", err)
@@ -245,7 +245,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 		e := store.Event{RunID: runID}
 		var t int64
 		var data, ms string
-		if err := rows.Scan(&e.Seq, &t, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error); err != nil {
+		if err := rows.Scan(&e.Seq, &t, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error, &e.WorkflowVersion); err != nil {
 			return nil, fmt.Errorf("sqlite: events: %w", err)
 		}
 		e.Time = fromNanos(t)

@@ -9,7 +9,8 @@
 // RunStore checks atomic compare-and-set commits (also queued ones, applied
 // in order) and gap-free per-run event logs; TaskStore checks task claiming
 // with leases and tasks entering and leaving with their run's commits;
-// LedgerStore checks the append-only ledger with gap-free sequence numbers.
+// LedgerStore checks the append-only ledger with gap-free sequence numbers;
+// DefinitionStore checks stored definitions and the runs' pins to them.
 // Each suite gets a new, empty store per test and closes it afterwards when
 // it has a Close method.
 package storetest
@@ -32,7 +33,8 @@ import (
 // Factory returns a new, empty store for one test. The suite closes it.
 type Factory func(t *testing.T) store.Store
 
-// Run runs every part's suite (RunStore, TaskStore, LedgerStore) against
+// Run runs every part's suite (RunStore, TaskStore, LedgerStore,
+// DefinitionStore) against
 // stores made by newStore.
 func Run(t *testing.T, newStore Factory) {
 	t.Run("RunStore", func(t *testing.T) {
@@ -43,6 +45,9 @@ func Run(t *testing.T, newStore Factory) {
 	})
 	t.Run("LedgerStore", func(t *testing.T) {
 		LedgerStore(t, func(t *testing.T) store.LedgerStore { return newStore(t) })
+	})
+	t.Run("DefinitionStore", func(t *testing.T) {
+		DefinitionStore(t, func(t *testing.T) RunsAndDefinitions { return newStore(t) })
 	})
 }
 

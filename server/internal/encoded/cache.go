@@ -84,7 +84,7 @@ func (c *Cache) answer(ctx context.Context, a *answers, runID, base string, enco
 	if f := a.get(runID, sr.Version, base); f != nil {
 		return f, nil
 	}
-	r, err := c.e.ViewRun(sr)
+	r, err := c.e.ViewRun(ctx, sr)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (c *Cache) answer(ctx context.Context, a *answers, runID, base string, enco
 		return nil, &protocol.Error{Code: protocol.EInternal, Hint: "could not encode the answer", Err: err}
 	}
 	f := &Answer{RunID: r.ID, WorkflowID: r.WorkflowID, Version: r.Version, ETag: r.ETag(), Base: base, Body: append(body, '\n')}
-	if c.e.PureState(r.WorkflowID, r.State) {
+	if c.e.PureRun(r) {
 		a.put(f)
 	}
 	return f, nil
