@@ -25,6 +25,7 @@ import (
 //	GET  /api/ledger/key               read; the verifier key (text/plain), or {"public_key", "origin"} as JSON
 //	GET  /api/ledger/proof?inv_ID=&tree_size=  read; Proof
 //	GET  /api/ledger/consistency?from=&to=     read; ConsistencyProof
+//	GET  /api/ledger/records?cursor=&limit=    read; RecordPage, newest first
 //
 // Every error body is {"status": "error", "error": code, "hint": ...}. The
 // caller's scopes come from auth.FromContext (403 without the scope).
@@ -39,6 +40,7 @@ func (s *Service) Handler() http.Handler {
 	mux.Handle("GET /api/ledger/key", s.handle(auth.ScopeRead, s.getKey))
 	mux.Handle("GET /api/ledger/proof", s.handle(auth.ScopeRead, s.getProof))
 	mux.Handle("GET /api/ledger/consistency", s.handle(auth.ScopeRead, s.getConsistency))
+	mux.Handle("GET /api/ledger/records", s.handle(auth.ScopeRead, s.getRecords))
 	mux.Handle("/api/", s.handle("", s.unknown))
 	return mux
 }
@@ -50,6 +52,7 @@ var routes = map[string]string{
 	"/api/ledger/key":         "GET, HEAD",
 	"/api/ledger/proof":       "GET, HEAD",
 	"/api/ledger/consistency": "GET, HEAD",
+	"/api/ledger/records":     "GET, HEAD",
 }
 
 func (s *Service) unknown(w http.ResponseWriter, r *http.Request) error {

@@ -85,6 +85,7 @@ func (s *Server) routes() {
 	s.route("GET /{$}", auth.ScopeRead, s.discovery)
 	s.route("GET /workflows", auth.ScopeRead, s.workflows)
 	s.route("POST /runs", auth.ScopeRuns, s.startRun)
+	s.route("GET /runs", auth.ScopeRead, s.listRuns)
 	s.route("GET /runs/{run_id}", auth.ScopeRead, s.getRun)
 	s.route("GET /runs/{run_id}/cli", auth.ScopeRead, s.getCLI)
 	s.route("GET /runs/{run_id}/cli.json", auth.ScopeRead, s.getCLI)
