@@ -98,6 +98,7 @@ func (s *Server) routes() {
 	s.route("GET /skills/{path...}", auth.ScopeRead, s.skill)
 	s.route("GET /openapi.json", auth.ScopeRead, s.openapi)
 	s.route("GET /visualize", auth.ScopeRead, s.visualize)
+	s.consoleRoutes()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
