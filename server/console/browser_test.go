@@ -334,6 +334,7 @@ func TestDriveConfigWizardToDone(t *testing.T) {
 	a.do(chromedp.Click(chromedp.CSS(`button[data-action="save"]`)))
 	a.waitJS(`document.querySelector('#run-state')?.textContent === 'CONFIRM'`)
 	b.waitJS(`document.querySelector('#run-state')?.textContent === 'CONFIRM' && document.querySelector('pre.data').textContent.includes('dark-mode')`)
+	a.waitJS(`!!document.querySelector('button[data-action="confirm"]') && document.querySelector('.diagram')?.dataset.current === 'CONFIRM'`)
 	a.shot("run-confirm")
 	// Confirm with a click.
 	a.do(chromedp.Click(chromedp.CSS(`button[data-action="confirm"]`)))

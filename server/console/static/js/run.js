@@ -131,7 +131,7 @@ export async function mount(main, runId) {
     options.forEach((o, i) => {
       const ns = offered.get(o.action) || { action: o.action };
       const expects = ns.expects || {};
-      const keys = [String(i + 1), ...(o.keys ? [o.keys] : [])];
+      const keys = [...new Set([String(i + 1), o.keys].filter(Boolean))];
       const fields = Object.entries(expects).map(([name, type]) => {
         const id = `in-${o.action}-${name}`;
         const err = h('span', { class: 'field-error', id: `${id}-err`, role: 'alert' });

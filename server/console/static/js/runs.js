@@ -130,7 +130,7 @@ export async function mount(main, q) {
   }
 
   await load(null);
-  if (!newest) newest = '';
+  if (!errors.querySelector('.error')) live.textContent = 'Live';
   timer = setTimeout(poll, POLL_MS);
   return () => { stopped = true; clearTimeout(timer); };
 }
