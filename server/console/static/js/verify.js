@@ -105,8 +105,13 @@ export async function rootFromInclusionProof(index, size, leaf, proof) {
 /** Parses a note verifier key "name+hash+base64(0x01 || Ed25519 key)". */
 export async function parseVerifierKey(vkey) {
   vkey = (vkey || '').trim();
-  const [name, hash16, key64, extra] = vkey.split('+');
-  if (extra !== undefined || !name || !/^[0-9a-f]{8}$/.test(hash16 || '')) throw new Error('malformed verifier key');
+  // name+hash+key, cut at the first two '+' (base64 may hold more), as note.NewVerifier does.
+  const i = vkey.indexOf('+');
+  const j = vkey.indexOf('+', i + 1);
+  const name = i > 0 ? vkey.slice(0, i) : '';
+  const hash16 = j > i ? vkey.slice(i + 1, j) : '';
+  const key64 = j > i ? vkey.slice(j + 1) : '';
+  if (!name || !/^[0-9a-f]{8}$/.test(hash16)) throw new Error('malformed verifier key');
   const key = fromBase64(key64 || '');
   if (!key || key.length !== 33 || key[0] !== 1) throw new Error('the verifier key is not an Ed25519 key');
   const sum = await sha256(concat(enc.encode(name + '\n'), key));
