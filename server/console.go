@@ -7,8 +7,8 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/protocol"
-	"github.com/asmp-dev/asmp/workflow"
 	"github.com/asmp-dev/asmp/server/console"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 // consolePrefix is where the web console is served.

@@ -44,7 +44,7 @@ function keyCard(k, onChange) {
   h('button', { type: 'submit', class: 'ghost' }, 'Pin key'));
   return card('Verifier key',
     h('p', null, 'Receipts are checked in this browser against this key: ', h('code', { id: 'pinned-key', class: 'wrap' }, k.pinned || 'none')),
-    k.firstUse ? h('p', { class: 'notice info' }, 'Pinned on first use: the key the server presented now. Compare it with one you trust (asmp serve prints it).') : null,
+    k.firstUse ? h('p', { class: 'notice info' }, 'Pinned on first use: the key the server presented now. Compare it with one you trust (asmp serve logs it as ledger_key).') : null,
     k.mismatch ? h('div', { class: 'notice error key-mismatch', role: 'alert' },
       h('strong', null, 'Key mismatch. '), 'The server now presents a different key: ', h('code', { class: 'wrap' }, k.served),
       '. Receipts are still checked against the pinned key. ',
