@@ -14,6 +14,14 @@ import (
 
 func init() { register(newRunsCmd) }
 
+// runsSubcommands are the commands under asmp runs (asmp runs NAME …);
+// a file adds its own in init with registerRunsSubcommand.
+var runsSubcommands []func(env *Env) *cobra.Command
+
+func registerRunsSubcommand(f func(env *Env) *cobra.Command) {
+	runsSubcommands = append(runsSubcommands, f)
+}
+
 // newRunsCmd is asmp runs: the server's runs, newest first. Other run
 // commands hang below it as subcommands.
 func newRunsCmd(env *Env) *cobra.Command {
@@ -52,6 +60,9 @@ server sent it: {"runs": [...], "next_cursor": STRING|null}.`,
 			writeRunList(out, page)
 			return nil
 		},
+	}
+	for _, sub := range runsSubcommands {
+		cmd.AddCommand(sub(env))
 	}
 	f.add(cmd)
 	cmd.Flags().StringVar(&opts.WorkflowID, "workflow", "", "only runs of this workflow")

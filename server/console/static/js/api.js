@@ -5,6 +5,17 @@
 
 const TOKEN_KEY = 'asmp.token';
 
+/**
+ * The API's base path: where /console/ is mounted, so that a server behind
+ * a path prefix (--public-url https://host/asmp) is called at /asmp/runs.
+ */
+export const BASE = location.pathname.replace(/\/console(\/.*)?$/, '');
+
+/** An API path ("/runs") as the browser must ask for it. */
+export function url(path) {
+  return path.startsWith('/') ? BASE + path : path;
+}
+
 /** An API error: the HTTP status and the server's hint. */
 export class ApiError extends Error {
   constructor(status, hint, body) {
@@ -81,7 +92,7 @@ export async function api(path, opts = {}) {
     }
     let res;
     try {
-      res = await fetch(path, init);
+      res = await fetch(url(path), init);
     } catch (e) {
       if (e.name === 'AbortError') throw e;
       throw new ApiError(0, `Cannot reach the server (${e.message}). Check that asmp serve is running.`);
@@ -106,7 +117,7 @@ export async function api(path, opts = {}) {
 export async function stream(path, onLine, { signal, lastEventId } = {}) {
   const hd = headers({ Accept: 'application/x-ndjson' });
   if (lastEventId) hd['Last-Event-ID'] = String(lastEventId);
-  const res = await fetch(path, { headers: hd, cache: 'no-store', signal });
+  const res = await fetch(url(path), { headers: hd, cache: 'no-store', signal });
   if (res.status === 401) {
     await askToken((await errorOf(res)).hint);
     return stream(path, onLine, { signal, lastEventId });

@@ -112,6 +112,7 @@ export async function mount(main, q) {
 
   async function poll() {
     if (stopped) return;
+    if (document.hidden) { timer = setTimeout(poll, POLL_MS); return; } // a hidden tab asks nothing
     try {
       // Every run changed since the newest seen, whatever the filters: a
       // run that left the filtered set is taken off the list.
