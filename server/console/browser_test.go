@@ -346,6 +346,9 @@ func TestDriveConfigWizardToDone(t *testing.T) {
 	// The history and the diagram followed in the watching tab.
 	b.waitJS(`document.querySelectorAll('table.history tbody tr').length === 4 && document.querySelector('.diagram')?.dataset.current === 'DONE'`)
 	b.shot("run-done")
+	b.viewport(390, "dark")
+	b.waitJS(`document.querySelector('#run-state')?.textContent === 'DONE'`)
+	b.shot("run-phone-dark")
 }
 
 // Typed inputs are checked before anything is sent, and a critical action
@@ -398,6 +401,11 @@ func TestTokenAndRefusedActionHint(t *testing.T) {
 	tb.do(chromedp.Navigate(s.url + "/console/#/runs/" + id))
 	tb.waitJS(`document.querySelector('#token-dialog').open && document.querySelector('#token-dialog .hint').textContent.includes('token')`)
 	tb.shot("token-dialog")
+	// Escape without a token: the page says why it is empty.
+	tb.do(chromedp.KeyEvent("\x1b"))
+	tb.waitJS(`!document.querySelector('#token-dialog').open && document.querySelector('.notice.error .hint')?.textContent.includes('No token was given')`)
+	tb.do(chromedp.Reload())
+	tb.waitJS(`document.querySelector('#token-dialog').open`)
 	tb.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "viewer-secret-0123456789"))
 	tb.do(chromedp.Click(chromedp.CSS(`#token-dialog button[type="submit"]`)))
 	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'INITIAL'`)

@@ -44,18 +44,23 @@ function askToken(hint) {
   const input = dialog.querySelector('input');
   dialog.querySelector('.hint').textContent = hint || 'This server needs a token.';
   input.value = '';
-  asking = new Promise((resolve) => {
+  asking = new Promise((resolve, reject) => {
+    let given = false;
     const done = (ev) => {
       ev.preventDefault();
       const t = input.value.trim();
       if (!t) { input.focus(); return; }
       sessionStorage.setItem(TOKEN_KEY, t);
-      form.removeEventListener('submit', done);
+      given = true;
       dialog.close();
-      asking = null;
-      resolve(t);
     };
     form.addEventListener('submit', done);
+    dialog.addEventListener('close', () => {
+      form.removeEventListener('submit', done);
+      asking = null;
+      if (given) resolve(token());
+      else reject(new ApiError(401, `${hint || 'This server needs a token.'} No token was given: reload the page to enter one.`));
+    }, { once: true });
   });
   dialog.showModal();
   input.focus();
