@@ -5,9 +5,14 @@
 import { api } from './api.js';
 import { errorBox, fill, h } from './dom.js';
 
+const latest = new WeakMap(); // element -> its latest request
+
 export async function diagram(el, path) {
+  const req = {};
+  latest.set(el, req);
   try {
     const text = await api(path, { accept: 'image/svg+xml' });
+    if (latest.get(el) !== req) return; // a newer diagram was asked for meanwhile
     const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
     const svg = doc.documentElement;
     if (svg.nodeName !== 'svg' || doc.querySelector('parsererror')) throw new Error('the diagram is not an SVG document');

@@ -9,6 +9,7 @@ import { badge, card, errorBox, fill, h, timeAgo } from './dom.js';
 import { diagram } from './diagram.js';
 
 const TERMINAL = new Set(['completed', 'failed']);
+const HISTORY = 100;
 
 /** Checks a typed input against its expects type; returns [value, error]. */
 export function parseTyped(type, raw, checked) {
@@ -89,23 +90,29 @@ export async function mount(main, runId) {
 
   let cli = null;
   let stopped = false;
-  let lastState = null;
+  let drawnState = null; // the state the diagram shows
   const ctrl = new AbortController();
 
+  let generation = 0;
   async function refresh(next) {
-    const stateChanged = next.state !== lastState;
+    const gen = ++generation;
     frame = next;
-    lastState = next.state;
     renderSummary();
+    let got;
     try {
-      cli = await api(`${base}/cli`);
+      got = await api(`${base}/cli`);
     } catch (e) {
-      cli = null;
-      message.replaceChildren(errorBox(e, 'Prompt'));
+      got = null;
+      if (gen === generation) message.replaceChildren(errorBox(e, 'Prompt'));
     }
+    if (gen !== generation) return; // a newer frame came meanwhile: its refresh draws
+    cli = got;
     renderAct();
     loadHistory();
-    if (stateChanged) diagram(diag, `/visualize.svg?run_id=${encodeURIComponent(runId)}`);
+    if (next.state !== drawnState) {
+      drawnState = next.state;
+      diagram(diag, `/visualize.svg?run_id=${encodeURIComponent(runId)}`);
+    }
   }
 
   function renderSummary() {
@@ -183,14 +190,16 @@ export async function mount(main, runId) {
 
   async function loadHistory() {
     try {
-      const log = await api(`${base}/events`);
+      // The last HISTORY events (a long-lived run has many).
+      const after = Math.max(0, version - HISTORY);
+      const log = await api(`${base}/events${after ? `?after=${after}` : ''}`);
       const rows = (log.events || []).slice().reverse().map((e) => h('tr', null,
         h('td', null, timeAgo(e.time)),
         h('td', null, e.kind === 'transition' ? h('span', { class: 'mono' }, e.action) : e.kind),
         h('td', { class: 'mono' }, e.from ? `${e.from} → ${e.to}` : e.to),
         h('td', null, e.actor),
         h('td', null, badge(e.status))));
-      fill(history, h('table', { class: 'history' },
+      fill(history, after ? h('p', { class: 'muted' }, `The last ${HISTORY} of ${version} events.`) : null, h('table', { class: 'history' },
         h('thead', null, h('tr', null, ['When', 'What', 'States', 'By', 'Status'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, rows)));
     } catch (e) {
