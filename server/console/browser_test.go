@@ -11,6 +11,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -510,4 +511,55 @@ func TestLedgerReceiptVerification(t *testing.T) {
 
 func rowBody(desc string) string {
 	return `{"type":"directory_row","command":"echo","description":"` + desc + `","args":[{"name":"word","type":"string","required":true}]}`
+}
+
+// When the server reports versions per workflow (with their active runs)
+// the workflows page lists them, and a run's pinned version is shown. A
+// test double adds the fields the versions feature serves.
+func TestWorkflowVersionsShown(t *testing.T) {
+	s := newServer(t, nil)
+	id := s.start(t, "config-wizard-v1")
+	v := "sha256:" + strings.Repeat("ab", 32)
+	target, _ := url.Parse(s.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		var add func(map[string]any)
+		switch {
+		case res.Request.URL.Path == "/workflows":
+			add = func(m map[string]any) {
+				for _, w := range m["workflows"].([]any) {
+					w.(map[string]any)["versions"] = []any{map[string]any{"version": v, "active_runs": 7}}
+				}
+			}
+		case res.Request.URL.Path == "/runs/"+id && res.StatusCode == 200:
+			add = func(m map[string]any) {
+				m["_links"] = map[string]any{"workflow_version": map[string]any{"href": s.url + "/workflows/x/versions/" + v, "method": "GET", "version": v}}
+			}
+		default:
+			return nil
+		}
+		var m map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+			return err
+		}
+		add(m)
+		b, _ := json.Marshal(m)
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	tb := newTab(t, "versions")
+	tb.do(chromedp.Navigate(ps.URL + "/console/#/workflows"))
+	tb.waitJS(`document.querySelectorAll('table.versions tbody tr').length === 2`)
+	if got := tb.text(`table.versions tbody tr td:nth-child(2)`); got != "7" {
+		t.Fatalf("active runs %q", got)
+	}
+	if got := tb.eval(`document.querySelector('table.versions tbody td').title`); got != v {
+		t.Fatalf("version title %q", got)
+	}
+	tb.do(chromedp.Navigate(ps.URL + "/console/#/runs/" + id))
+	tb.waitJS(`[...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
 }

@@ -7,6 +7,7 @@
 import { api, stream } from './api.js';
 import { badge, card, errorBox, fill, h, timeAgo } from './dom.js';
 import { diagram } from './diagram.js';
+import { shortVersion } from './workflows.js';
 
 const TERMINAL = new Set(['completed', 'failed']);
 const HISTORY = 100;
@@ -115,12 +116,16 @@ export async function mount(main, runId) {
     }
   }
 
+  // The workflow version the run is pinned to, when the server names it.
+  const wfVersion = () => (frame._links && frame._links.workflow_version && frame._links.workflow_version.version) || '';
+
   function renderSummary() {
     fill(summary,
       h('dt', null, 'Workflow'), h('dd', null, h('a', { href: `#/runs?workflow_id=${encodeURIComponent(frame.workflow_id)}` }, frame.workflow_id)),
       h('dt', null, 'State'), h('dd', { class: 'mono', id: 'run-state' }, frame.state),
       h('dt', null, 'Status'), h('dd', { id: 'run-status' }, badge(frame.status)),
       h('dt', null, 'Version'), h('dd', null, String(version || '')),
+      wfVersion() ? [h('dt', null, 'Workflow version'), h('dd', { class: 'mono', title: wfVersion() }, shortVersion(wfVersion()))] : null,
       frame.milestones && frame.milestones.length ? [h('dt', null, 'Milestones'), h('dd', null, frame.milestones.join(' → '))] : null);
     hint.textContent = frame.hint || '';
     progress.hidden = frame.status !== 'processing';

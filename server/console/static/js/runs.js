@@ -4,6 +4,7 @@
 
 import { api } from './api.js';
 import { badge, errorBox, fill, h, shortId, timeAgo } from './dom.js';
+import { shortVersion } from './workflows.js';
 
 const STATUSES = ['active', 'awaiting_input', 'processing', 'completed', 'failed'];
 const POLL_MS = 2000;
@@ -74,7 +75,7 @@ export async function mount(main, q) {
   function row(r) {
     return h('tr', { dataset: { runId: r.run_id } },
       h('td', null, h('a', { href: `#/runs/${encodeURIComponent(r.run_id)}`, title: r.run_id, class: 'mono' }, shortId(r.run_id))),
-      h('td', null, r.workflow_id, r.workflow_version ? h('span', { class: 'muted' }, ` @${r.workflow_version}`) : null),
+      h('td', null, r.workflow_id, r.workflow_version ? h('span', { class: 'muted', title: r.workflow_version }, ` @${shortVersion(r.workflow_version)}`) : null),
       h('td', { class: 'mono' }, r.state),
       h('td', null, badge(r.status)),
       h('td', null, timeAgo(r.updated_at)));

@@ -34,7 +34,7 @@ export async function mount(main) {
     const versions = Array.isArray(w.versions) && w.versions.length ? h('table', { class: 'versions' },
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Version'), h('th', { scope: 'col' }, 'Active runs'))),
       h('tbody', null, w.versions.map((v) => h('tr', null,
-        h('td', { class: 'mono' }, String(v.version ?? v.workflow_version ?? v.id ?? '')),
+        h('td', { class: 'mono', title: versionOf(v) }, shortVersion(versionOf(v))),
         h('td', null, String(v.active_runs ?? v.active ?? '—')))))) : null;
     list.append(card(null,
       h('div', { class: 'wf-head' }, h('h2', { class: 'mono' }, w.workflow_id), start),
@@ -46,4 +46,14 @@ export async function mount(main) {
       diag));
     diagram(diag, `/visualize.svg?workflow_id=${encodeURIComponent(w.workflow_id)}`);
   }
+}
+
+/** The version string of one entry of a workflow's versions (a string or an object). */
+function versionOf(v) {
+  return typeof v === 'string' ? v : String(v.version ?? v.workflow_version ?? v.id ?? '');
+}
+
+/** sha256:0123456789ab… for display; the full version is the title. */
+export function shortVersion(v) {
+  return v && v.length > 19 ? `${v.slice(0, 19)}…` : v || '';
 }
