@@ -507,6 +507,26 @@ func TestLedgerReceiptVerification(t *testing.T) {
 	tb.do(chromedp.SendKeys(chromedp.CSS("#paste-key"), s.ledger.VerifierKey()))
 	tb.do(chromedp.Click(chromedp.CSS(`.paste-key button[type="submit"]`)))
 	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok') && !document.querySelector('.key-mismatch')`)
+
+	// Replay links both ways: an invocation and its replay, each verified.
+	call, err := s.ledger.Dispatch(context.Background(), "call-1", []byte(`{"type":"invocation","object_key":"echo-row","input":{"word":"hi"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.ledger.Dispatch(context.Background(), "call-2", []byte(`{"type":"invocation","object_key":"echo-row","input":{"word":"hi"},"replay_of":"`+call.InvID+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.do(chromedp.Navigate(s.url + "/console/#/ledger/" + call.InvID))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok')`)
+	tb.do(chromedp.Click(chromedp.CSS(`.summary .links a[href="#/ledger/` + again.InvID + `"]`)))
+	tb.waitJS(`location.hash === '#/ledger/` + again.InvID + `' && document.querySelector('#verdict')?.classList.contains('ok')`)
+	if got := tb.text(".summary .links"); !strings.Contains(got, "replays") {
+		t.Fatalf("the replay's links read %q", got)
+	}
+	tb.shot("receipt-replay")
+	tb.do(chromedp.Click(chromedp.CSS(`.summary .links a[href="#/ledger/` + call.InvID + `"]`)))
+	tb.waitJS(`location.hash === '#/ledger/` + call.InvID + `'`)
 }
 
 func rowBody(desc string) string {

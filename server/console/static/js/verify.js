@@ -173,7 +173,7 @@ export async function verifyReceipt(record, proof, vkey) {
     if (!(record.seq >= 1) || proof.leaf_index !== record.seq - 1) return { ok: step('the proof is for this record', false, `proof is for leaf ${proof.leaf_index}, the record's seq is ${record.seq}`), steps };
     const leaf = await leafHash(canon);
     if (proof.leaf_hash && proof.leaf_hash !== toHex(leaf)) return { ok: step('the leaf hash is the record\'s', false, `proof's leaf ${proof.leaf_hash} is not ${toHex(leaf)}`), steps };
-    step('the proof is for this record', true, `leaf ${proof.leaf_index} of ${proof.tree_size}`);
+    step('the proof is for this record', true, `record ${record.seq} of ${proof.tree_size} (leaf index ${proof.leaf_index})`);
     let ck;
     try {
       ck = await openCheckpoint(proof.checkpoint || '', vkey);
