@@ -93,7 +93,9 @@ func TestBrowserVerifiesEveryProofShape(t *testing.T) {
 // A background task's progress shows as a bar while it runs, and the
 // run's CLI key (a: Approve) fires the action.
 func TestTaskProgressAndKeyboard(t *testing.T) {
+	saved := examples.PaymentStep
 	examples.PaymentStep = 150 * time.Millisecond
+	t.Cleanup(func() { examples.PaymentStep = saved })
 	s := newServer(t, nil)
 	id := s.start(t, "expense-approval-v1")
 	if _, err := s.eng.Transition(context.Background(), id, "submit", map[string]any{"amount": 25.0, "description": "Taxi"}, engine.TransitionOptions{}); err != nil {
