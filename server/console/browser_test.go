@@ -295,6 +295,10 @@ func TestRunsPageListsAndFilters(t *testing.T) {
 	}
 	tb.waitJS(`!document.querySelector('` + rowSel(w1) + `')`)
 	tb.shot("runs-filtered")
+	// A filter the server refuses: its hint, in place.
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs?workflow_id=config-wizard-v1&state=NOPE"))
+	tb.waitJS(`document.querySelector('.errors .notice.error .hint')?.textContent.includes('has no state "NOPE"')`)
+	tb.shot("runs-bad-filter")
 
 	// The same page on a phone, dark.
 	tb.viewport(390, "dark")

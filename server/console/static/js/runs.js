@@ -106,8 +106,10 @@ export async function mount(main, q) {
       cursor = page.next_cursor;
       more.hidden = !cursor;
       empty.hidden = rows.size > 0;
+      return true;
     } catch (e) {
       errors.replaceChildren(errorBox(e, 'Runs'));
+      return false;
     }
   }
 
@@ -131,8 +133,13 @@ export async function mount(main, q) {
     if (!stopped) timer = setTimeout(poll, POLL_MS);
   }
 
-  await load(null);
-  if (!errors.querySelector('.error')) live.textContent = 'Live';
+  if (!(await load(null))) {
+    // A list the server refuses (a bad filter) is not polled either.
+    live.textContent = 'Not live';
+    live.classList.add('stale');
+    return () => {};
+  }
+  live.textContent = 'Live';
   timer = setTimeout(poll, POLL_MS);
   return () => { stopped = true; clearTimeout(timer); };
 }
