@@ -25,6 +25,7 @@ import (
 //	GET  /api/ledger/key               read; the verifier key (text/plain), or {"public_key", "origin"} as JSON
 //	GET  /api/ledger/proof?inv_ID=&tree_size=  read; Proof
 //	GET  /api/ledger/consistency?from=&to=     read; ConsistencyProof
+//	GET  /api/ledger/records?cursor=&limit=    read; RecordPage, newest first
 //
 // The API holds handlers only: the edge checks the caller's scope (from
 // auth.FromContext; 403 without it), answers other methods with 405 and
@@ -41,11 +42,12 @@ func (s *Service) API() httpx.API {
 			{Method: http.MethodGet, Path: "/api/ledger/key", Scope: auth.ScopeRead, Handle: s.getKey},
 			{Method: http.MethodGet, Path: "/api/ledger/proof", Scope: auth.ScopeRead, Handle: s.getProof},
 			{Method: http.MethodGet, Path: "/api/ledger/consistency", Scope: auth.ScopeRead, Handle: s.getConsistency},
+			{Method: http.MethodGet, Path: "/api/ledger/records", Scope: auth.ScopeRead, Handle: s.getRecords},
 		},
 		Errors: httpx.ErrorStyle{Status: StatusError},
 		Prefix: "/api/",
 		NotFound: func(r *http.Request) error {
-			return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency}.", protocol.Truncate(r.URL.Path, 200))
+			return protocol.Errorf(protocol.ENotFound, "No ledger endpoint at %s; see /api/dispatch, /api/directory, /api/commands/{key} and /api/ledger/{checkpoint,key,proof,consistency,records}.", protocol.Truncate(r.URL.Path, 200))
 		},
 	}
 }

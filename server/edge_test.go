@@ -75,6 +75,8 @@ func scopeCases() []scopeCase {
 			body: map[string]any{"from": examples.ExpenseApproval().Version(), "to": examples.ExpenseApproval().Version(), "dry_run": true}},
 		{pattern: "POST /runs", method: "POST", path: "/runs", scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
 		{pattern: "POST /{$}", method: "POST", path: "/", scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
+		{pattern: "GET /runs", method: "GET", path: "/runs", scope: auth.ScopeRead},
+		{pattern: "GET /visualize.svg", method: "GET", path: "/visualize.svg?run_id=RUN", scope: auth.ScopeRead},
 		{pattern: "GET /runs/{run_id}", method: "GET", path: "/runs/RUN", scope: auth.ScopeRead},
 		{pattern: "GET /runs/{run_id}/cli", method: "GET", path: "/runs/RUN/cli", scope: auth.ScopeRead},
 		{pattern: "GET /runs/{run_id}/cli.json", method: "GET", path: "/runs/RUN/cli.json", scope: auth.ScopeRead},
@@ -101,6 +103,9 @@ func scopeCases() []scopeCase {
 		scopeCase{pattern: "GET /w/{workflow_id}", method: "GET", path: "/w/" + wf, scope: auth.ScopeRead},
 		scopeCase{pattern: "POST /w/{workflow_id}", method: "POST", path: "/w/" + wf, scope: auth.ScopeRuns, body: map[string]any{"workflow_id": wf}},
 		scopeCase{pattern: "GET /healthz", method: "GET", path: "/healthz"},
+		scopeCase{pattern: "GET /console/", method: "GET", path: "/console/"},
+		scopeCase{pattern: "GET /console", method: "GET", path: "/console"}, // redirected to /console/
+		scopeCase{pattern: "GET /api/ledger/records", method: "GET", path: "/api/ledger/records", scope: auth.ScopeRead},
 		scopeCase{pattern: "GET /readyz", method: "GET", path: "/readyz"},
 		scopeCase{pattern: "GET /metrics", method: "GET", path: "/metrics", scope: auth.ScopeRead},
 		scopeCase{pattern: "POST /api/dispatch", method: "POST", path: "/api/dispatch", scope: auth.ScopeDispatch, body: echoRow},
@@ -217,8 +222,8 @@ func TestMethodNotAllowedIsOneShape(t *testing.T) {
 		path, allow string
 		oip         bool
 	}{
-		{"/runs", "POST", false},
-		{"/w/expense-approval-v1/runs", "POST", false},
+		{"/runs", "GET, HEAD, POST", false},
+		{"/w/expense-approval-v1/runs", "GET, HEAD, POST", false},
 		{"/runs/r1", "GET, HEAD", false},
 		{"/metrics", "GET, HEAD", false},
 		{"/api/dispatch", "GET, HEAD, POST", true},

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/asmp-dev/asmp/internal/httpx"
@@ -33,6 +34,16 @@ func OpenAPIDocument(base string) (map[string]any, error) {
 		}
 		paths := doc["paths"].(map[string]any)
 		for p, item := range extra["paths"].(map[string]any) {
+			// "PATH#name" adds methods to a path the reference document has.
+			if at := strings.IndexByte(p, '#'); at >= 0 {
+				p = p[:at]
+				if have, ok := paths[p].(map[string]any); ok {
+					for m, op := range item.(map[string]any) {
+						have[m] = op
+					}
+					continue
+				}
+			}
 			paths[p] = item
 		}
 		// GET / does not create a run here.

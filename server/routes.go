@@ -74,6 +74,7 @@ func (s *Server) routes() {
 		s.route("GET /workflows/{wf}/versions/{version}", auth.ScopeRead, s.workflowVersion),
 		s.route("POST /workflows/{wf}/migrate", auth.ScopeAdmin, s.migrate),
 		s.route("POST /runs", auth.ScopeRuns, s.startRun),
+		s.route("GET /runs", auth.ScopeRead, s.listRuns),
 		s.route("POST /{$}", auth.ScopeRuns, s.startRun), // the protocol's other start route
 		s.route("GET /runs/{run_id}", auth.ScopeRead, s.getRun),
 		s.route("GET /runs/{run_id}/cli", auth.ScopeRead, s.getCLI),
@@ -94,6 +95,7 @@ func (s *Server) routes() {
 			return nil
 		}},
 		httpx.Route{Method: http.MethodGet, Path: "/readyz", Handle: s.readyz})
+	rs = append(rs, s.consoleRoutes()...)
 	if s.metrics != nil {
 		mh := s.metrics.handler()
 		rs = append(rs, httpx.Route{Method: http.MethodGet, Path: "/metrics", Scope: auth.ScopeRead, Handle: func(w http.ResponseWriter, r *http.Request) error {

@@ -199,6 +199,24 @@ type RunCursor struct {
 	ID        string
 }
 
+// RunFilter selects the runs ListRuns returns and the page of them. Every
+// field left zero selects everything.
+type RunFilter struct {
+	WorkflowID string // only runs of this workflow
+	State      string // only runs in this state
+	// Override, when not nil, keeps only runs whose stored status override
+	// (Snapshot.Status) is *Override; "" selects runs whose status is
+	// derived from their state.
+	Override *string
+	// UpdatedAfter, when not zero, keeps only runs changed after it.
+	UpdatedAfter time.Time
+	// Before continues a list: only runs after this one in the list's
+	// order (older, or as old with a smaller ID). Zero: from the newest.
+	Before RunCursor
+	// Limit bounds the page (<= 0: no bound).
+	Limit int
+}
+
 // LedgerPrev is what AppendLedger tells the record builder.
 type LedgerPrev struct {
 	Seq    int64         // the seq the new record must take
@@ -272,6 +290,12 @@ type RunStore interface {
 	// before, ordered by (UpdatedAt, ID), starting after the cursor (the
 	// zero cursor: from the oldest). It is how retention finds candidates.
 	StaleRuns(ctx context.Context, before time.Time, after RunCursor, limit int) ([]Run, error)
+
+	// ListRuns returns the runs f selects, newest UpdatedAt first, ties
+	// by ID descending, up to f.Limit, after f.Before. Its cost is that of
+	// the page, not of the number of stored runs: backends index every
+	// filter.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 
 	// DeleteRun removes run id with its events and tasks, atomically, if
 	// its version is still version: ErrConflict when the run has moved on,

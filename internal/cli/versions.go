@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register(newWorkflowsCmd)
-	register(newRunsMigrateParent)
+	registerRunsSubcommand(newRunsMigrateCmd)
 }
 
 // --- asmp workflows --------------------------------------------------------
@@ -83,20 +83,6 @@ func writeWorkflows(out io.Writer, ws []protocol.WorkflowInfo) {
 }
 
 // --- asmp runs migrate -----------------------------------------------------
-
-// newRunsMigrateParent is `asmp runs`, the parent of `asmp runs migrate`.
-func newRunsMigrateParent(env *Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "Operate on a server's runs (migrate)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmd.Help()
-		},
-	}
-	cmd.AddCommand(newRunsMigrateCmd(env))
-	return cmd
-}
 
 func newRunsMigrateCmd(env *Env) *cobra.Command {
 	var f oipFlags

@@ -298,6 +298,24 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
+// ListRuns implements store.RunStore.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	s.mu.RLock()
+	out := []store.Run{}
+	for id, e := range s.runs {
+		r := e.current(id)
+		if f.Matches(r) && (f.Before.IsZero() || store.NewerFirst(f.Before, store.CursorOf(r))) {
+			out = append(out, r)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return store.NewerFirst(store.CursorOf(out[i]), store.CursorOf(out[j])) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
 // DeleteRun implements store.RunStore.
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	s.mu.Lock()

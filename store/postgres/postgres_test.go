@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,15 +144,15 @@ func TestConcurrentOpen(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), `SELECT COUNT(*), MAX(version) FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&count, &max); err != nil {
 		t.Fatal(err)
 	}
-	// Every migration file applied once (numbers may have gaps while
-	// branches that add the ones between are not merged).
-	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
-	if err != nil {
-		t.Fatal(err)
+	// One row per migration file (their numbers may have gaps: each
+	// feature takes its own), up to the last one.
+	files, _ := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	last := 0
+	if len(files) > 0 {
+		last, _ = strconv.Atoi(strings.SplitN(filepath.Base(files[len(files)-1]), "_", 2)[0])
 	}
-	last := filepath.Base(files[len(files)-1])
-	if count != len(files) || fmt.Sprintf("%04d_", max) != last[:5] {
-		t.Fatalf("schema_migrations has %d rows up to version %d; want %d up to %s", count, max, len(files), last)
+	if count != len(files) || max != last || count < 1 {
+		t.Fatalf("schema_migrations has %d rows up to version %d; the migrations are %d files up to %d", count, max, len(files), last)
 	}
 }
 

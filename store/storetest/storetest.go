@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore Factory) {
 
 // RunStore runs the suite of store.RunStore against stores made by newStore.
 func RunStore(t *testing.T, newStore func(t *testing.T) store.RunStore) {
+	suite(t, newStore, runListTests)
 	suite(t, newStore, []test[store.RunStore]{
 		{"CreateAndGet", testCreateAndGet},
 		{"CreateDuplicate", testCreateDuplicate},

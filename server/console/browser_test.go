@@ -1,0 +1,589 @@
+package console_test
+
+// The console in a real browser: Debian's chromium, headless, driven by
+// chromedp against the real server (server.New on an httptest server).
+// One browser process serves every test of the package (TestMain); each
+// test opens its own tabs. Every test fails on any console error or
+// uncaught exception of its pages, and saves screenshots of the pages it
+// visits to $ASMP_TEST_ARTIFACTS (default: a directory under os.TempDir()
+// that is kept, printed by the tests).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/oip"
+	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store/memstore"
+)
+
+var (
+	browserCtx context.Context // nil when chromium is missing
+	missing    string          // why there is no browser
+	artifacts  string
+)
+
+func TestMain(m *testing.M) {
+	artifacts = os.Getenv("ASMP_TEST_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = filepath.Join(os.TempDir(), "asmp-test-artifacts")
+	}
+	artifacts = filepath.Join(artifacts, "console")
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		missing = "chromium is not installed (scripts/test installs it with apt-get)"
+		os.Exit(m.Run())
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // root in CI containers
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	if err := chromedp.Do(ctx); err != nil { // start the browser
+		fmt.Fprintf(os.Stderr, "starting chromium: %v\n", err)
+		cancel()
+		cancelAlloc()
+		os.Exit(1)
+	}
+	browserCtx = ctx
+	code := m.Run()
+	cancel()
+	cancelAlloc()
+	os.Exit(code)
+}
+
+// needBrowser skips the test without chromium, except under CI=1, where a
+// missing browser is a failure.
+func needBrowser(t *testing.T) {
+	t.Helper()
+	if browserCtx != nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI: %s", missing)
+	}
+	t.Skip(missing)
+}
+
+// tab is one browser tab: its context and the console errors it saw.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	name string
+	mu   sync.Mutex
+	errs []string
+}
+
+// newTab opens a tab at 1280×900 whose console is watched; the test fails
+// at its end if the page logged an error or threw. Entries of the network
+// log (an HTTP error status the page shows as a hint) are not errors of the
+// page; CSP violations and script errors are.
+func newTab(t *testing.T, name string) *tab {
+	t.Helper()
+	needBrowser(t)
+	// A browser context of its own: no storage is shared with other tests
+	// (an httptest port, and so an origin, may come round again).
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	tb := &tab{t: t, ctx: ctx, name: name}
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := chromedp.Console(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError && m.Source != "network" {
+				tb.mu.Lock()
+				tb.errs = append(tb.errs, fmt.Sprintf("%s (%s:%d)", m.String(), m.URL, m.Line))
+				tb.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelT()
+		cancel()
+		<-done
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		for _, e := range tb.errs {
+			t.Errorf("tab %s: console error: %s", name, e)
+		}
+	})
+	return tb
+}
+
+func (tb *tab) do(actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	if err := chromedp.Do(tb.ctx, actions...); err != nil {
+		tb.t.Fatalf("tab %s: %v", tb.name, err)
+	}
+}
+
+// waitJS waits until the JavaScript expression is truthy.
+func (tb *tab) waitJS(expr string) {
+	tb.t.Helper()
+	if _, err := chromedp.Run(tb.ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		text, _ := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`document.querySelector('main')?.innerText || ''`))
+		tb.shot("FAILED-" + tb.name)
+		tb.t.Fatalf("tab %s: waiting for %s: %v\npage text:\n%s", tb.name, expr, err, text)
+	}
+}
+
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	s, err := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		tb.t.Fatalf("tab %s: text of %s: %v", tb.name, sel, err)
+	}
+	return s
+}
+
+func (tb *tab) eval(js string) string {
+	tb.t.Helper()
+	s, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		tb.t.Fatalf("tab %s: %s: %v", tb.name, js, err)
+	}
+	return s
+}
+
+// shot saves a PNG of the viewport as artifacts/name.png.
+func (tb *tab) shot(name string) {
+	tb.t.Helper()
+	png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		tb.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		tb.t.Fatal(err)
+	}
+	p := filepath.Join(artifacts, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+	tb.t.Logf("screenshot: %s", p)
+}
+
+// viewport switches the tab to a width (a phone: 390) and a color scheme.
+func (tb *tab) viewport(width int64, scheme string) {
+	tb.t.Helper()
+	tb.do(chromedp.EmulateViewport(width, 900))
+	if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+	}); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// consoleServer is a real asmp server with the built-in workflows and an
+// OIP ledger, all in memory.
+type consoleServer struct {
+	url    string
+	eng    *engine.Engine
+	ledger *oip.Service
+}
+
+func newServer(t *testing.T, opts *server.Options) *consoleServer {
+	t.Helper()
+	st := memstore.New()
+	ledger, err := oip.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(st, examples.All(), &engine.Options{Invoker: oip.NewInvoker(ledger)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := eng.StartWorkers(&engine.WorkerOptions{Poll: 50 * time.Millisecond})
+	var o server.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.API = ledger.API()
+	srv := server.New(eng, &o)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Shutdown()
+		hs.Close()
+		w.Stop(time.Second)
+		st.Close()
+	})
+	return &consoleServer{url: hs.URL, eng: eng, ledger: ledger}
+}
+
+func (s *consoleServer) start(t *testing.T, wf string) string {
+	t.Helper()
+	r, err := s.eng.StartRun(context.Background(), wf, nil, engine.StartOptions{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
+
+func (s *consoleServer) state(t *testing.T, id string) string {
+	t.Helper()
+	r, err := s.eng.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.State
+}
+
+func rowSel(id string) string { return `tr[data-run-id="` + id + `"]` }
+
+// The runs page lists the runs, filters them by workflow, state and
+// status, and shows a run started while it is open (polling).
+func TestRunsPageListsAndFilters(t *testing.T) {
+	s := newServer(t, nil)
+	w1, w2 := s.start(t, "config-wizard-v1"), s.start(t, "config-wizard-v1")
+	e1 := s.start(t, "expense-approval-v1")
+	if _, err := s.eng.Transition(context.Background(), w2, "start", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t, "runs")
+	tb.do(chromedp.Navigate(s.url + "/console/"))
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 3`)
+	if got := tb.text(rowSel(w2) + " td:nth-child(3)"); got != "CONFIGURE" {
+		t.Fatalf("state cell of %s: %q", w2, got)
+	}
+	tb.shot("runs")
+
+	// Filter by workflow: the select changes the page's address.
+	tb.do(chromedp.SetValue(chromedp.CSS("#filter-workflow"), "expense-approval-v1"))
+	tb.waitJS(`location.hash.includes('workflow_id=expense-approval-v1') && document.querySelectorAll('tbody tr[data-run-id]').length === 1`)
+	tb.waitJS(`!!document.querySelector('` + rowSel(e1) + `')`)
+	// By status.
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs?status=active"))
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 2 && !document.querySelector('` + rowSel(e1) + `')`)
+	// By workflow and state.
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs?workflow_id=config-wizard-v1&state=INITIAL"))
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 1 && !!document.querySelector('` + rowSel(w1) + `')`)
+	// Live: a run that starts now shows up, one that leaves the filter goes.
+	w3 := s.start(t, "config-wizard-v1")
+	tb.waitJS(`!!document.querySelector('` + rowSel(w3) + `')`)
+	if _, err := s.eng.Transition(context.Background(), w1, "start", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitJS(`!document.querySelector('` + rowSel(w1) + `')`)
+	tb.shot("runs-filtered")
+	// A filter the server refuses: its hint, in place.
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs?workflow_id=config-wizard-v1&state=NOPE"))
+	tb.waitJS(`document.querySelector('.errors .notice.error .hint')?.textContent.includes('has no state "NOPE"')`)
+	tb.shot("runs-bad-filter")
+
+	// The same page on a phone, dark.
+	tb.viewport(390, "dark")
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs"))
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 4`)
+	tb.shot("runs-phone-dark")
+}
+
+// An operator drives config-wizard-v1 to DONE by clicking and typing, and
+// a second tab open on the same run follows every step from the stream.
+func TestDriveConfigWizardToDone(t *testing.T) {
+	s := newServer(t, nil)
+	a := newTab(t, "operator")
+	a.do(chromedp.Navigate(s.url + "/console/#/workflows"))
+	a.waitJS(`document.querySelectorAll('.workflow-list .card').length === 2 && !!document.querySelector('.diagram svg')`)
+	a.shot("workflows")
+	a.do(chromedp.Click(chromedp.CSS(`.workflow-list .card button.primary`)))
+	a.waitJS(`location.hash.startsWith('#/runs/') && document.querySelector('#run-state')?.textContent === 'INITIAL'`)
+	id := strings.TrimPrefix(a.eval(`location.hash`), "#/runs/")
+	if s.state(t, id) != "INITIAL" {
+		t.Fatalf("run %s is in %s", id, s.state(t, id))
+	}
+	// The options are buttons that show their keys: Start wizard [1].
+	if got := a.text(`button[data-action="start"]`); !strings.Contains(got, "Start wizard") || !strings.Contains(got, "1") {
+		t.Fatalf("start button reads %q", got)
+	}
+
+	b := newTab(t, "watcher")
+	b.do(chromedp.Navigate(s.url + "/console/#/runs/" + id))
+	b.waitJS(`document.querySelector('#run-state')?.textContent === 'INITIAL' && document.querySelector('.live')?.textContent.includes('Live')`)
+
+	// Start, with the CLI key.
+	a.do(chromedp.KeyEvent("1"))
+	a.waitJS(`document.querySelector('#run-state')?.textContent === 'CONFIGURE' && !!document.querySelector('#in-save-value')`)
+	b.waitJS(`document.querySelector('#run-state')?.textContent === 'CONFIGURE'`)
+	// Type the value and save.
+	a.do(chromedp.SendKeys(chromedp.CSS("#in-save-value"), "dark-mode"))
+	a.do(chromedp.Click(chromedp.CSS(`button[data-action="save"]`)))
+	a.waitJS(`document.querySelector('#run-state')?.textContent === 'CONFIRM'`)
+	b.waitJS(`document.querySelector('#run-state')?.textContent === 'CONFIRM' && document.querySelector('pre.data').textContent.includes('dark-mode')`)
+	a.waitJS(`!!document.querySelector('button[data-action="confirm"]') && document.querySelector('.diagram')?.dataset.current === 'CONFIRM'`)
+	a.shot("run-confirm")
+	// Confirm with a click.
+	a.do(chromedp.Click(chromedp.CSS(`button[data-action="confirm"]`)))
+	a.waitJS(`document.querySelector('#run-state')?.textContent === 'DONE' && document.querySelector('#run-status')?.textContent === 'completed'`)
+	b.waitJS(`document.querySelector('#run-state')?.textContent === 'DONE' && document.querySelector('#run-status')?.textContent === 'completed'`)
+	if got := s.state(t, id); got != "DONE" {
+		t.Fatalf("the server has the run in %s", got)
+	}
+	// The history and the diagram followed in the watching tab.
+	b.waitJS(`document.querySelectorAll('table.history tbody tr').length === 4 && document.querySelector('.diagram')?.dataset.current === 'DONE'`)
+	b.shot("run-done")
+	b.viewport(390, "dark")
+	b.waitJS(`document.querySelector('#run-state')?.textContent === 'DONE'`)
+	b.shot("run-phone-dark")
+}
+
+// Typed inputs are checked before anything is sent, and a critical action
+// asks for confirmation.
+func TestTypedInputsAndCriticalConfirmation(t *testing.T) {
+	s := newServer(t, nil)
+	id := s.start(t, "expense-approval-v1")
+	tb := newTab(t, "expense")
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs/" + id))
+	tb.waitJS(`!!document.querySelector('#in-submit-amount')`)
+	tb.do(chromedp.SendKeys(chromedp.CSS("#in-submit-amount"), "a lot"))
+	tb.do(chromedp.SendKeys(chromedp.CSS("#in-submit-description"), "Team lunch"))
+	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="submit"]`)))
+	tb.waitJS(`document.querySelector('#in-submit-amount-err').textContent.includes('amount must be a number')`)
+	tb.shot("run-type-error")
+	if got := s.state(t, id); got != "SUBMIT" {
+		t.Fatalf("a wrongly typed input was sent: the run is in %s", got)
+	}
+	tb.eval(`document.querySelector('#in-submit-amount').value = '', ''`)
+	tb.do(chromedp.SendKeys(chromedp.CSS("#in-submit-amount"), "42.5"))
+	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="submit"]`)))
+	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'REVIEW'`)
+	// reject is critical: Cancel in the dialog sends nothing.
+	tb.do(chromedp.SendKeys(chromedp.CSS("#in-reject-reason"), "no receipt"))
+	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="reject"]`)))
+	tb.waitJS(`document.querySelector('#confirm-dialog').open`)
+	tb.shot("run-critical-confirm")
+	tb.do(chromedp.Click(chromedp.CSS(`#confirm-dialog button[value="cancel"]`)))
+	tb.waitJS(`!document.querySelector('#confirm-dialog').open`)
+	if got := s.state(t, id); got != "REVIEW" {
+		t.Fatalf("a cancelled critical action was sent: the run is in %s", got)
+	}
+	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="reject"]`)))
+	tb.waitJS(`document.querySelector('#confirm-dialog').open`)
+	tb.do(chromedp.Click(chromedp.CSS(`#confirm-dialog button[value="confirm"]`)))
+	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'REJECTED'`)
+}
+
+// With tokens the console asks for one on the first 401 and keeps it for
+// the tab; an action the token may not take is refused and its hint shown
+// in place, as is the hint of an unknown run.
+func TestTokenAndRefusedActionHint(t *testing.T) {
+	tokens, err := auth.NewTokens([]string{"viewer=viewer-secret-0123456789:read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, &server.Options{Authenticate: tokens.Authenticate})
+	id := s.start(t, "config-wizard-v1")
+	tb := newTab(t, "viewer")
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs/" + id))
+	tb.waitJS(`document.querySelector('#token-dialog').open && document.querySelector('#token-dialog .hint').textContent.includes('token')`)
+	tb.shot("token-dialog")
+	// Escape without a token: the page says why it is empty.
+	tb.do(chromedp.KeyEvent("\x1b"))
+	tb.waitJS(`!document.querySelector('#token-dialog').open && document.querySelector('.notice.error .hint')?.textContent.includes('No token was given')`)
+	tb.do(chromedp.Reload())
+	tb.waitJS(`document.querySelector('#token-dialog').open`)
+	tb.do(chromedp.SendKeys(chromedp.CSS("#token-input"), "viewer-secret-0123456789"))
+	tb.do(chromedp.Click(chromedp.CSS(`#token-dialog button[type="submit"]`)))
+	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'INITIAL'`)
+	if got := tb.eval(`sessionStorage.getItem('asmp.token')`); got != "viewer-secret-0123456789" {
+		t.Fatalf("token kept as %q", got)
+	}
+	if strings.Contains(tb.eval(`location.href`), "secret") {
+		t.Fatal("the token is in the URL")
+	}
+	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="start"]`)))
+	tb.waitJS(`document.querySelector('.action-message .hint')?.textContent.includes('needs the "runs" scope')`)
+	tb.shot("run-refused")
+	if got := s.state(t, id); got != "INITIAL" {
+		t.Fatalf("refused action moved the run to %s", got)
+	}
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs/no-such-run"))
+	tb.waitJS(`document.querySelector('.notice.error .hint')?.textContent.length > 0`)
+	hint := tb.text(".notice.error .hint")
+	if !strings.Contains(strings.ToLower(hint), "not found") {
+		t.Fatalf("unknown run shows %q", hint)
+	}
+	tb.shot("run-not-found")
+}
+
+// The ledger page lists rows and records with their links, and a receipt
+// is checked in the browser: verified from the real server, not verified
+// when a test double in front of it alters one byte of the proof, and a
+// key mismatch is shown when the pinned key differs from the server's.
+func TestLedgerReceiptVerification(t *testing.T) {
+	s := newServer(t, nil)
+	var invs []string
+	for i, body := range []string{rowBody("Say it."), rowBody("Say it twice."), rowBody("Say it thrice.")} {
+		rc, err := s.ledger.Dispatch(context.Background(), "echo-row", []byte(body))
+		if err != nil {
+			t.Fatalf("dispatch %d: %v", i, err)
+		}
+		invs = append(invs, rc.InvID)
+	}
+	tb := newTab(t, "ledger")
+	tb.do(chromedp.Navigate(s.url + "/console/#/ledger"))
+	tb.waitJS(`document.querySelectorAll('table.records tbody tr').length === 3 && document.querySelectorAll('table.rows tbody tr').length === 1`)
+	if got := tb.text(`table.records tbody tr:first-child td:first-child`); got != "3" {
+		t.Fatalf("newest record first: seq %q", got)
+	}
+	tb.shot("ledger")
+	tb.do(chromedp.Navigate(s.url + "/console/#/ledger/" + invs[1]))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok')`)
+	if got := tb.text("#verdict"); !strings.Contains(got, "Verified") || strings.Contains(got, "Not") {
+		t.Fatalf("verdict %q", got)
+	}
+	if got := tb.text("#pinned-key"); got != s.ledger.VerifierKey() {
+		t.Fatalf("pinned key %q, want the server's %q", got, s.ledger.VerifierKey())
+	}
+	tb.shot("receipt-verified")
+
+	// A test double alters one byte of every inclusion proof.
+	target, _ := url.Parse(s.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		if res.Request.URL.Path != "/api/ledger/proof" {
+			return nil
+		}
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		i := bytes.Index(b, []byte(`"proof":["`)) + len(`"proof":["`)
+		if b[i] == '0' {
+			b[i] = '1'
+		} else {
+			b[i] = '0'
+		}
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	tampered := newTab(t, "tampered")
+	tampered.do(chromedp.Navigate(ps.URL + "/console/#/ledger/" + invs[1]))
+	tampered.waitJS(`document.querySelector('#verdict')?.classList.contains('bad')`)
+	if got := tampered.text("#verdict"); !strings.Contains(got, "Not verified") {
+		t.Fatalf("tampered verdict %q", got)
+	}
+	if got := tampered.text(".steps li.bad"); !strings.Contains(got, "root") {
+		t.Fatalf("failed step %q", got)
+	}
+	tampered.shot("receipt-not-verified")
+
+	// A pinned key that is not the server's: mismatch shown, not verified.
+	other := "other+12345678+AQ" + strings.Repeat("A", 42) + "="
+	tb.eval(`localStorage.setItem('asmp.verifierKey', ` + strconv.Quote(other) + `), ''`)
+	tb.do(chromedp.Navigate(s.url + "/console/#/ledger/" + invs[0]))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('bad') && !!document.querySelector('.key-mismatch')`)
+	tb.shot("receipt-key-mismatch")
+	// Pasting the right key verifies again.
+	tb.do(chromedp.SendKeys(chromedp.CSS("#paste-key"), s.ledger.VerifierKey()))
+	tb.do(chromedp.Click(chromedp.CSS(`.paste-key button[type="submit"]`)))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok') && !document.querySelector('.key-mismatch')`)
+
+	// Replay links both ways: an invocation and its replay, each verified.
+	call, err := s.ledger.Dispatch(context.Background(), "call-1", []byte(`{"type":"invocation","object_key":"echo-row","input":{"word":"hi"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.ledger.Dispatch(context.Background(), "call-2", []byte(`{"type":"invocation","object_key":"echo-row","input":{"word":"hi"},"replay_of":"`+call.InvID+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.do(chromedp.Navigate(s.url + "/console/#/ledger/" + call.InvID))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok')`)
+	tb.do(chromedp.Click(chromedp.CSS(`.summary .links a[href="#/ledger/` + again.InvID + `"]`)))
+	tb.waitJS(`location.hash === '#/ledger/` + again.InvID + `' && document.querySelector('#verdict')?.classList.contains('ok')`)
+	if got := tb.text(".summary .links"); !strings.Contains(got, "replays") {
+		t.Fatalf("the replay's links read %q", got)
+	}
+	tb.shot("receipt-replay")
+	tb.do(chromedp.Click(chromedp.CSS(`.summary .links a[href="#/ledger/` + call.InvID + `"]`)))
+	tb.waitJS(`location.hash === '#/ledger/` + call.InvID + `'`)
+}
+
+func rowBody(desc string) string {
+	return `{"type":"directory_row","command":"echo","description":"` + desc + `","args":[{"name":"word","type":"string","required":true}]}`
+}
+
+// When the server reports versions per workflow (with their active runs)
+// the workflows page lists them, and a run's pinned version is shown. A
+// test double adds the fields the versions feature serves.
+func TestWorkflowVersionsShown(t *testing.T) {
+	s := newServer(t, nil)
+	id := s.start(t, "config-wizard-v1")
+	v := "sha256:" + strings.Repeat("ab", 32)
+	target, _ := url.Parse(s.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		var add func(map[string]any)
+		switch {
+		case res.Request.URL.Path == "/workflows":
+			add = func(m map[string]any) {
+				for _, w := range m["workflows"].([]any) {
+					w.(map[string]any)["versions"] = []any{map[string]any{"version": v, "active_runs": 7}}
+				}
+			}
+		case res.Request.URL.Path == "/runs/"+id && res.StatusCode == 200:
+			add = func(m map[string]any) {
+				m["_links"] = map[string]any{"workflow_version": map[string]any{"href": s.url + "/workflows/x/versions/" + v, "method": "GET", "version": v}}
+			}
+		default:
+			return nil
+		}
+		var m map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+			return err
+		}
+		add(m)
+		b, _ := json.Marshal(m)
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	tb := newTab(t, "versions")
+	tb.do(chromedp.Navigate(ps.URL + "/console/#/workflows"))
+	tb.waitJS(`document.querySelectorAll('table.versions tbody tr').length === 2`)
+	if got := tb.text(`table.versions tbody tr td:nth-child(2)`); got != "7" {
+		t.Fatalf("active runs %q", got)
+	}
+	if got := tb.eval(`document.querySelector('table.versions tbody td').title`); got != v {
+		t.Fatalf("version title %q", got)
+	}
+	tb.do(chromedp.Navigate(ps.URL + "/console/#/runs/" + id))
+	tb.waitJS(`[...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
+}
