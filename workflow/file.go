@@ -153,7 +153,7 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 		d.Transitions = append(d.Transitions, t)
 	}
 	for _, m := range fw.Migrate {
-		d.Migrations = append(d.Migrations, Migration{From: m.From, States: m.States})
+		d.Migrations = append(d.Migrations, Migration(m))
 	}
 	pos := func(p string) (int, int) { return position(body, p) }
 	def, err := build(d, pos)
