@@ -113,20 +113,20 @@ A refused call answers isError with the server's hint: read it and choose again.
 // session is one MCP session: its server, the asmp client it talks
 // through, its current run and the tools it registered for it.
 type session struct {
-	c     *client.Client
-	opts  Options
-	srv   *mcp.Server
-	log   *slog.Logger
-	rows  *watcher // nil: no row tools
+	c    *client.Client
+	opts Options
+	srv  *mcp.Server
+	log  *slog.Logger
+	rows *watcher // nil: no row tools
 
 	// syncMu serialises rebuilding the tool, resource and prompt lists.
-	syncMu sync.Mutex
-	mu     sync.Mutex // guards the fields below
-	runID  string
-	frame  *protocol.Frame
-	dyn    []string // dynamic tool names registered
-	res    []string // resource URIs registered for the current run
-	prompt []string // prompt names registered
+	syncMu  sync.Mutex
+	mu      sync.Mutex // guards the fields below
+	runID   string
+	frame   *protocol.Frame
+	dyn     []string // dynamic tool names registered
+	res     []string // resource URIs registered for the current run
+	prompt  []string // prompt names registered
 	rowSet  map[string]wire.DirectoryRow
 	rowFP   string
 	stopW   func() // ends the directory subscription

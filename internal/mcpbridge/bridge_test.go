@@ -598,3 +598,59 @@ func TestRowToolExecutes(t *testing.T) {
 		})
 	}
 }
+
+// A session belongs to the principal that created it: another token
+// cannot use its id.
+func TestSessionBelongsToItsPrincipal(t *testing.T) {
+	url := theServer(t)
+	c := connect(t, transports[1].make(t, url, agentToken))
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`
+	send := func(token string) int {
+		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send(readerToken); got != http.StatusForbidden {
+		t.Fatalf("another principal's request on the session: %d, want 403", got)
+	}
+	if got := send(agentToken); got != http.StatusOK {
+		t.Fatalf("the owner's request on the session: %d, want 200", got)
+	}
+}
+
+// Arguments outside a static tool's schema are refused with a hint.
+func TestStaticToolArguments(t *testing.T) {
+	eachTransport(t, agentToken, func(t *testing.T, c *conn, _ string) {
+		c.refused("asmp_get_run", map[string]any{"run": "x"}, `unknown field "run"`)
+		c.refused("asmp_get_run", map[string]any{"run_id": "no-such-run"}, "not found")
+		wf := c.ok("asmp_list_workflows", map[string]any{})
+		if len(wf["workflows"].([]any)) < 2 {
+			t.Fatalf("workflows: %v", wf)
+		}
+	})
+}
+
+// A server without --allow-exec: row tools build the command for every
+// caller, and nothing is refused.
+func TestRowToolsWithoutExecution(t *testing.T) {
+	url := serveOnce(t, "--mcp-poll", "100ms")
+	httpDo(t, url, adminToken, "POST", "/api/dispatch", json.RawMessage(echoRow))
+	c := connect(t, transports[1].make(t, url, adminToken))
+	for c.tools()["row_echo-v1"] == nil {
+		c.waitChanged("the echo row")
+	}
+	sc := c.ok("row_echo-v1", map[string]any{"words": []any{"hi"}})
+	if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hi" {
+		t.Fatalf("row tool on a server without execution: %v", sc)
+	}
+}

@@ -176,12 +176,7 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 	if rows == nil {
 		rows = newWatcher(clientRows(c), h.o.Poll, h.o.Logger) // per session, with its token
 	}
-	if !p.Has(auth.ScopeRead) {
-		rows = nil // the directory is not this caller's to list
-	}
-	if rows != nil {
-		rows.start(h.ctx)
-	}
+	rows.start(h.ctx) // /mcp needs the read scope, which lists the directory
 	return newSession(c, o, rows)
 }
 
