@@ -130,7 +130,7 @@ type session struct {
 	rowSet  map[string]wire.DirectoryRow
 	rowFP   string
 	stopW   func() // ends the directory subscription
-	onClose func()
+	onClose []func()
 	closed  bool
 }
 
@@ -157,7 +157,7 @@ func newSession(c *client.Client, opts Options, rows *watcher) *session {
 }
 
 // initialized starts following the directory once the client has
-// initialized the session, and ends it with the session.
+// initialized the session (close ends it).
 func (s *session) initialized(_ context.Context, req *mcp.InitializedRequest) {
 	s.mu.Lock()
 	if s.rows != nil && s.stopW == nil && !s.closed {
@@ -166,16 +166,13 @@ func (s *session) initialized(_ context.Context, req *mcp.InitializedRequest) {
 		go s.syncRows(s.rows.current())
 	}
 	s.mu.Unlock()
-	go func() {
-		_ = req.Session.Wait()
-		s.close()
-	}()
 }
 
-func (s *session) setOnClose(f func()) {
+// addOnClose makes close call f too.
+func (s *session) addOnClose(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.onClose = f
+	s.onClose = append(s.onClose, f)
 }
 
 // close ends the session's subscriptions.
@@ -187,8 +184,8 @@ func (s *session) close() {
 	if stop != nil {
 		stop()
 	}
-	if onClose != nil {
-		onClose()
+	for _, f := range onClose {
+		f()
 	}
 }
 

@@ -494,7 +494,7 @@ func TestExpenseApprovalWithDynamicTools(t *testing.T) {
 			if p.ProgressToken != "pay-1" || p.Total != 100 {
 				t.Fatalf("progress notification %+v", p)
 			}
-		default:
+		case <-time.After(20 * time.Second):
 			t.Fatal("no progress notification while PAYING")
 		}
 	})

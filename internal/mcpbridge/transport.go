@@ -144,7 +144,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.mu.Lock()
 			h.owners[id] = p.Name
 			h.mu.Unlock()
-			s.setOnClose(func() {
+			s.addOnClose(func() {
 				h.mu.Lock()
 				delete(h.owners, id)
 				h.mu.Unlock()
@@ -152,6 +152,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}}
 	h.sdk.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	// The session lives on (or was never made, when the request was
+	// refused): it ends with its MCP session.
+	n := 0
+	for ss := range s.srv.Sessions() {
+		n++
+		go func() {
+			_ = ss.Wait()
+			s.close()
+		}()
+	}
+	if n == 0 {
+		s.close()
+	}
 }
 
 // newSession builds the session of the MCP request r, with a client of
@@ -172,12 +185,17 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 		h.o.Logger.Error("the MCP bridge cannot build its client", "base", base, "err", err)
 		c, _ = client.New("http://localhost", &client.Options{HTTPClient: hc, UserAgent: "asmp-mcp"})
 	}
-	rows := h.rows
+	// /mcp needs the read scope, which lists the directory.
+	rows, ctx, stop := h.rows, h.ctx, func() {}
 	if rows == nil {
-		rows = newWatcher(clientRows(c), h.o.Poll, h.o.Logger) // per session, with its token
+		// A watcher of the session's own, with its token.
+		ctx, stop = context.WithCancel(h.ctx)
+		rows = newWatcher(clientRows(c), h.o.Poll, h.o.Logger)
 	}
-	rows.start(h.ctx) // /mcp needs the read scope, which lists the directory
-	return newSession(c, o, rows)
+	rows.start(ctx)
+	s := newSession(c, o, rows)
+	s.addOnClose(stop)
+	return s
 }
 
 func forwarded(h http.Header) http.Header {
