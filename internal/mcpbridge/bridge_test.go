@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -652,5 +653,15 @@ func TestRowToolsWithoutExecution(t *testing.T) {
 	sc := c.ok("row_echo-v1", map[string]any{"words": []any{"hi"}})
 	if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hi" {
 		t.Fatalf("row tool on a server without execution: %v", sc)
+	}
+}
+
+// --rows keeps only the rows whose key matches.
+func TestRowsGlob(t *testing.T) {
+	url := theServer(t)
+	c := connect(t, transports[0].make(t, url, agentToken, "--rows", "echo-*"))
+	tools := c.tools()
+	if tools["row_echo-v1"] == nil || tools["row_my-cli-tool-v1"] != nil {
+		t.Fatalf("with --rows echo-*: %v", slices.Sorted(maps.Keys(tools)))
 	}
 }
