@@ -312,7 +312,7 @@ func (c *conn) refused(name string, args any, want ...string) {
 			c.t.Fatalf("%s %v: the hint %q does not contain %q", name, args, h, w)
 		}
 	}
-	if sc := structured(c.t, res); sc["hint"] == "" {
+	if sc := structured(c.t, res); sc["hint"] == nil || sc["hint"] == "" {
 		c.t.Fatalf("%s: no hint in the structured error: %v", name, sc)
 	}
 }
@@ -595,6 +595,12 @@ func TestRowToolExecutes(t *testing.T) {
 			sc = c.ok("row_echo-v1", map[string]any{"words": []any{"hello"}})
 			if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" {
 				t.Fatalf("built row: %v", sc)
+			}
+			if tr.name == "stdio" {
+				// --execute with a token without exec: the server records
+				// the invocation as refused, the tool answers isError.
+				c = connect(t, tr.make(t, url, agentToken, "--execute"))
+				c.refused("row_echo-v1", map[string]any{"words": []any{"hello"}}, "exec")
 			}
 		})
 	}

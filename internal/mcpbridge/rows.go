@@ -336,6 +336,8 @@ type rowResult struct {
 	Stderr   string          `json:"stderr,omitempty"`
 	Output   json.RawMessage `json:"output,omitempty"`
 	Outcome  *wire.Outcome   `json:"outcome,omitempty"`
+	// Hint says why a refused invocation was refused.
+	Hint string `json:"hint,omitempty"`
 }
 
 // rowHandler records an invocation of the row key with the call's
@@ -380,8 +382,12 @@ func (s *session) rowHandler(key string) mcp.ToolHandler {
 		if out.Argv == nil {
 			out.Argv = []string{}
 		}
+		refused := rc.Outcome != nil && rc.Outcome.Class == wire.OutcomeRefused
+		if refused {
+			out.Hint = rc.Outcome.Reason
+		}
 		res := okResult(out, rowSummary(key, out))
-		if rc.Outcome != nil && rc.Outcome.Class == wire.OutcomeRefused {
+		if refused {
 			res.IsError = true
 			res.Content = append([]mcp.Content{&mcp.TextContent{Text: "Refused (recorded as " + rc.InvID + "): " + rc.Outcome.Reason}}, res.Content[1:]...)
 		}
