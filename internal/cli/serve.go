@@ -275,7 +275,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	opts.MCP = func(s *server.Server) http.Handler {
 		mcpHandler = mcpbridge.NewHandler(s, mcpbridge.HTTPOptions{
 			Options: mcpbridge.Options{Logger: log}, Base: s.BaseURL,
-			Rows: mcpbridge.HandlerRows(ledger.Handler()), Poll: f.mcpPoll, MaxBody: f.maxBody, AllowExec: executor != nil,
+			Ledger: ledger.Handler(), Poll: f.mcpPoll, MaxBody: f.maxBody, AllowExec: executor != nil,
 		})
 		return mcpHandler
 	}

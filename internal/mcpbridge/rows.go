@@ -26,23 +26,30 @@ import (
 // bridge itself dispatched something).
 type watcher struct {
 	list  func(ctx context.Context) ([]wire.DirectoryRow, error)
+	size  func(ctx context.Context) (int64, error) // the ledger's size: no change, no read
 	every time.Duration
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	rows []wire.DirectoryRow
-	fp   string
-	subs map[int]func([]wire.DirectoryRow)
-	next int
-	kick chan struct{}
-	once sync.Once
+	mu     sync.Mutex
+	rows   []wire.DirectoryRow
+	fp     string
+	loaded bool
+	seen   int64 // the ledger size of the last read
+	subs   map[int]func([]wire.DirectoryRow)
+	next   int
+	kick   chan struct{}
+	once   sync.Once
 }
 
-func newWatcher(list func(ctx context.Context) ([]wire.DirectoryRow, error), every time.Duration, log *slog.Logger) *watcher {
+// newWatcher returns a watcher of the directory of c: every poll it
+// reads the ledger's size (its checkpoint), and the rows only when the
+// ledger grew.
+func newWatcher(c *client.Client, every time.Duration, log *slog.Logger) *watcher {
 	if every <= 0 {
 		every = DefaultPoll
 	}
-	return &watcher{list: list, every: every, log: log, subs: map[int]func([]wire.DirectoryRow){}, kick: make(chan struct{}, 1)}
+	return &watcher{list: clientRows(c), size: clientSize(c), every: every, log: log,
+		subs: map[int]func([]wire.DirectoryRow){}, kick: make(chan struct{}, 1)}
 }
 
 // start reads the directory once, then follows it until ctx ends. Only
@@ -78,6 +85,15 @@ func (w *watcher) poke() {
 
 // refresh reads the directory and tells the subscribers when it changed.
 func (w *watcher) refresh(ctx context.Context) {
+	size, err := w.size(ctx)
+	if err == nil {
+		w.mu.Lock()
+		same := w.loaded && size == w.seen
+		w.mu.Unlock()
+		if same {
+			return
+		}
+	}
 	rows, err := w.list(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -87,6 +103,7 @@ func (w *watcher) refresh(ctx context.Context) {
 	}
 	fp := fingerprint(rows)
 	w.mu.Lock()
+	w.loaded, w.seen = true, size
 	if fp == w.fp {
 		w.mu.Unlock()
 		return
@@ -142,6 +159,18 @@ func clientRows(c *client.Client) func(ctx context.Context) ([]wire.DirectoryRow
 			out = append(out, r)
 		}
 		return out, nil
+	}
+}
+
+// clientSize reads the ledger's size through c (its signed checkpoint,
+// which the server caches per size).
+func clientSize(c *client.Client) func(ctx context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		ck, err := c.Checkpoint(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return ck.TreeSize, nil
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
-	"github.com/asmp-dev/asmp/oip/wire"
 )
 
 // Serve runs one MCP session over t (for `asmp mcp`: &mcp.StdioTransport{})
@@ -25,7 +24,7 @@ func Serve(ctx context.Context, c *client.Client, opts *Options, poll time.Durat
 	o := opts.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := newWatcher(clientRows(c), poll, o.Logger)
+	w := newWatcher(c, poll, o.Logger)
 	w.start(ctx)
 	s := newSession(c, o, w)
 	defer s.close()
@@ -54,9 +53,12 @@ type HTTPOptions struct {
 	// Base returns the API base URL the server answers r with (the base
 	// of its frames' hrefs): server.(*Server).BaseURL.
 	Base func(r *http.Request) string
-	// Rows lists the current directory rows in-process (every page); nil
-	// means reading GET /api/directory with each session's token.
-	Rows func(ctx context.Context) ([]wire.DirectoryRow, error)
+	// Ledger, when set, is the OIP API's own handler
+	// (oip.(*Service).Handler(), which serves its caller without
+	// authentication): one watch of the directory through it serves every
+	// session. nil means each session watches GET /api/directory with its
+	// token.
+	Ledger http.Handler
 	// Poll is how often Rows is read for changes (0 = DefaultPoll).
 	Poll time.Duration
 	// SessionTimeout closes sessions idle this long (0 = 30 minutes).
@@ -102,8 +104,11 @@ func NewHandler(target http.Handler, o HTTPOptions) *Handler {
 	h := &Handler{target: target, o: o, owners: map[string]string{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.proto = mcp.NewServer(implementation, &mcp.ServerOptions{SupportedProtocolVersions: protocolVersions})
-	if o.Rows != nil {
-		h.rows = newWatcher(o.Rows, o.Poll, o.Logger)
+	if o.Ledger != nil {
+		c, err := client.New("http://localhost", &client.Options{HTTPClient: &http.Client{Transport: &inproc{h: o.Ledger, host: "localhost"}}, UserAgent: "asmp-mcp"})
+		if err == nil {
+			h.rows = newWatcher(c, o.Poll, o.Logger)
+		}
 	}
 	h.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(sessionKey{}).(*session); ok {
@@ -190,7 +195,7 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 	if rows == nil {
 		// A watcher of the session's own, with its token.
 		ctx, stop = context.WithCancel(h.ctx)
-		rows = newWatcher(clientRows(c), h.o.Poll, h.o.Logger)
+		rows = newWatcher(c, h.o.Poll, h.o.Logger)
 	}
 	rows.start(ctx)
 	s := newSession(c, o, rows)
@@ -335,15 +340,4 @@ func (b *pipeBody) Read(p []byte) (int, error) { return b.pr.Read(p) }
 func (b *pipeBody) Close() error {
 	b.cancel()
 	return b.pr.CloseWithError(errors.New("the client closed the answer"))
-}
-
-// HandlerRows lists the directory rows of an OIP API handler in-process
-// (oip.(*Service).Handler(), which serves the ledger to its caller without
-// authentication: the server reading its own directory), page by page.
-func HandlerRows(h http.Handler) func(ctx context.Context) ([]wire.DirectoryRow, error) {
-	c, err := client.New("http://localhost", &client.Options{HTTPClient: &http.Client{Transport: &inproc{h: h, host: "localhost"}}, UserAgent: "asmp-mcp"})
-	if err != nil {
-		return func(context.Context) ([]wire.DirectoryRow, error) { return nil, err }
-	}
-	return clientRows(c)
 }
