@@ -388,9 +388,6 @@ func (s *session) rowHandler(key string) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(err), nil
 		}
-		if s.rows != nil {
-			s.rows.poke()
-		}
 		out := rowResult{Receipt: rc, Outcome: rc.Outcome}
 		if cmd, err := s.builtCommand(ctx, rc.InvID); err == nil {
 			out.Argv, out.Command = cmd.Argv, cmd.Line
