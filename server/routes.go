@@ -108,6 +108,23 @@ func (s *Server) routes() {
 			return protocol.Errorf(protocol.ENotFound, "No endpoint at %s %s. Start at GET / or read GET /openapi.json.", r.Method, r.URL.Path)
 		}})
 	s.edge.Mount(s.opts.API)
+	if s.opts.MCP != nil {
+		s.edge.Mount(mcpAPI(s.opts.MCP(s)))
+	}
+}
+
+// mcpAPI serves h at /mcp: MCP's streamable HTTP transport answers GET
+// (its notification stream), POST (messages) and DELETE (end a session).
+func mcpAPI(h http.Handler) httpx.API {
+	serve := func(w http.ResponseWriter, r *http.Request) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}
+	var rs []httpx.Route
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		rs = append(rs, httpx.Route{Method: m, Path: "/mcp", Scope: auth.ScopeRead, Handle: serve})
+	}
+	return httpx.API{Routes: rs}
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {

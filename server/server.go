@@ -87,6 +87,12 @@ type Options struct {
 	// Middleware wraps the API handler (outermost first), inside request
 	// logging and panic recovery and outside authentication.
 	Middleware []func(http.Handler) http.Handler
+	// MCP, when set, returns the handler of MCP's streamable HTTP
+	// transport, served at /mcp (GET, POST, DELETE) through the edge like
+	// every route (authentication, limits, checks, the read scope; the
+	// handler's own tools need their scopes). It is given the server, to
+	// reach it in-process. Its answers are MCP's, not JSON error bodies.
+	MCP func(s *Server) http.Handler
 }
 
 // Server is the ASMP HTTP API for one engine.
@@ -163,6 +169,10 @@ func (s *Server) Shutdown() {
 		close(s.done)
 	}
 }
+
+// BaseURL returns the root URL of the API the server answers r with (the
+// base of its frames' hrefs), without a trailing slash.
+func (s *Server) BaseURL(r *http.Request) string { return s.baseURL(r) }
 
 // baseURL is the root URL of the API for r, without a trailing slash.
 func (s *Server) baseURL(r *http.Request) string {

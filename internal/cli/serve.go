@@ -24,6 +24,7 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/agentstate"
 	"github.com/asmp-dev/asmp/internal/gctune"
+	"github.com/asmp-dev/asmp/internal/mcpbridge"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
@@ -54,6 +55,7 @@ type serveFlags struct {
 	maxDepth   int
 	gcFloor    int64
 	retention  time.Duration
+	mcpPoll    time.Duration
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
 }
 
@@ -102,6 +104,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
 	fl.DurationVar(&f.retention, "retention", 0, "delete ended runs (completed or failed) with their events and tasks once unchanged this long, e.g. 720h; 0 keeps every run (the OIP ledger is never pruned)")
 	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits instead of doubling the live heap (0 = Go's default; ignored when GOGC is set)")
+	fl.DurationVar(&f.mcpPoll, "mcp-poll", mcpbridge.DefaultPoll, "how often /mcp sessions look for changed directory rows (their row tools)")
 	addExecFlags(cmd, &f.exec)
 	return cmd
 }
@@ -306,12 +309,21 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		RateBurst:           f.rateBurst,
 		MaxStreamsPerClient: f.maxStreams,
 	}
+	var mcpHandler *mcpbridge.Handler
+	opts.MCP = func(s *server.Server) http.Handler {
+		mcpHandler = mcpbridge.NewHandler(s, mcpbridge.HTTPOptions{
+			Options: mcpbridge.Options{Logger: log}, Base: s.BaseURL,
+			Ledger: ledger.Handler(), Poll: f.mcpPoll, MaxBody: f.maxBody, AllowExec: executor != nil,
+		})
+		return mcpHandler
+	}
 	authDesc := "none (open server: every caller holds every scope)"
 	if tokens.Len() > 0 {
 		opts.Authenticate = tokens.Authenticate
 		authDesc = "tokens " + strings.Join(tokens.Names(), " ")
 	}
 	srv := server.New(eng, opts)
+	defer mcpHandler.Close()
 	followCtx, stopFollow := context.WithCancel(context.Background())
 	defer stopFollow()
 	go func() {
