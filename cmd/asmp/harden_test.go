@@ -1,0 +1,275 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// raw sends body as is (no JSON encoding, no Content-Type unless given in
+// headers) and returns the answer.
+func (p *proc) raw(method, path, body string, headers ...string) response {
+	p.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, p.url+path, rd)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{res.StatusCode, res.Header, b}
+}
+
+// wire writes a request as raw bytes on a fresh connection and returns
+// the answer: for what net/http's client would clean up first.
+func (p *proc) wire(request string) response {
+	p.t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		p.t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{res.StatusCode, res.Header, b}
+}
+
+// runAsmp runs the binary with args to its end (at most 20 s) and returns
+// its combined output.
+func runAsmp(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
+	return string(out), err
+}
+
+// errorOf checks r is a JSON error with status and a hint, and returns the hint.
+func errorOf(t *testing.T, r response, status int) string {
+	t.Helper()
+	m := jsonOf(t, r, status)
+	h, _ := m["hint"].(string)
+	if h == "" {
+		t.Fatalf("status %d without a hint: %s", r.status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("error Content-Type %q: %s", ct, r.body)
+	}
+	return h
+}
+
+// A web page the operator visits cannot drive the server: a cross-site
+// POST (simple text/plain, foreign Origin, Sec-Fetch-Site: cross-site) is
+// refused, and DNS rebinding meets the Host allowlist; same-origin
+// requests (the console at /console/), clients without an Origin, and
+// GETs from links still work.
+func TestBrowsersCannotDriveTheServer(t *testing.T) {
+	p := serve(t, "--db", ":memory:")
+	json := []string{"Content-Type", "application/json"}
+
+	// A text/plain form post: no preflight in a browser, so refused here.
+	h := errorOf(t, p.raw("POST", "/runs", `{"workflow_id":"config-wizard-v1"}`, "Content-Type", "text/plain"), 415)
+	if !strings.Contains(h, "curl --json") {
+		t.Fatalf("415 hint shows no curl --json: %q", h)
+	}
+	errorOf(t, p.raw("POST", "/runs", `{}`), 415) // a body without Content-Type
+	// An empty body needs no Content-Type: it is {}.
+	frameOf(t, p.raw("POST", "/runs", ""), 201)
+	// application/json with parameters, as some clients send it.
+	frameOf(t, p.raw("POST", "/runs", `{}`, "Content-Type", "application/json; charset=utf-8"), 201)
+
+	// Foreign origins: 403 on unsafe methods, GET stays open.
+	for _, hd := range [][]string{
+		{"Origin", "http://evil.example"},
+		{"Sec-Fetch-Site", "cross-site"},
+		{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"},
+	} {
+		h := errorOf(t, p.raw("POST", "/runs", `{}`, append(hd, json...)...), 403)
+		if !strings.Contains(h, "--allow-origin") {
+			t.Fatalf("403 hint does not name --allow-origin: %q", h)
+		}
+		errorOf(t, p.raw("POST", "/api/dispatch", `{"key":"k","body":{"type":"note"}}`, append(hd, json...)...), 403)
+		frameOf(t, p.raw("GET", "/", "", hd...), 200)
+	}
+	// The console: same origin, application/json.
+	own := p.url
+	frameOf(t, p.raw("POST", "/runs", `{}`, "Origin", own, "Sec-Fetch-Site", "same-origin", "Content-Type", "application/json"), 201)
+	frameOf(t, p.raw("POST", "/runs", `{}`, "Origin", own, "Content-Type", "application/json"), 201)
+
+	// DNS rebinding: the page's Origin matches its Host, which is not ours.
+	rebound := "rebind.example:" + own[strings.LastIndex(own, ":")+1:]
+	h = errorOf(t, p.raw("POST", "/runs", `{}`, "Host", rebound, "Origin", "http://"+rebound, "Content-Type", "application/json"), 421)
+	if !strings.Contains(h, "--public-url") {
+		t.Fatalf("421 hint: %q", h)
+	}
+	errorOf(t, p.raw("GET", "/", "", "Host", rebound), 421)
+	for _, host := range []string{"localhost", "localhost:8000", "127.0.0.1:1", "[::1]:8000", "[::1]"} {
+		frameOf(t, p.raw("GET", "/", "", "Host", host), 200)
+	}
+
+	// --allow-origin admits a deliberate browser client; --public-url
+	// names the address clients use, so any Host is fine there.
+	q := serve(t, "--db", ":memory:", "--allow-origin", "https://console.example", "--public-url", "https://asmp.example")
+	frameOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://console.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/json"), 201)
+	frameOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://asmp.example", "Content-Type", "application/json"), 201)
+	errorOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://other.example", "Content-Type", "application/json"), 403)
+	frameOf(t, q.raw("GET", "/", "", "Host", "asmp.internal:8000"), 200)
+}
+
+// The requests of the reference clients (the TypeScript client's fetch
+// and CLRUN: JSON bodies sent as application/json, empty bodies without a
+// Content-Type, Accept: application/json) pass every check, through a
+// whole run.
+func TestReferenceClientRequestsStillWork(t *testing.T) {
+	p := serve(t, "--db", ":memory:")
+	ts := []string{"Content-Type", "application/json", "Accept", "application/json", "User-Agent", "node", "Sec-Fetch-Mode", "cors"}
+	f := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"config-wizard-v1"}`, ts...), 201)
+	// CLRUN: an empty POST for an action without expects, then a JSON one.
+	frameOf(t, p.raw("POST", "/runs/"+f.RunID+"/transitions/start", "", "Accept", "application/json", "User-Agent", "clrun"), 200)
+	frameOf(t, p.raw("POST", "/runs/"+f.RunID+"/transitions/save", `{"value":"blue"}`, "Content-Type", "application/json", "User-Agent", "clrun"), 200)
+	if f := frameOf(t, p.raw("POST", "/runs/"+f.RunID+"/transitions/confirm", `{}`, ts...), 200); f.Status != "completed" {
+		t.Fatalf("after confirm: %+v", f)
+	}
+}
+
+// Routing errors that net/http words in plain text are JSON with a hint:
+// a non-canonical path ("..", "//") and headers over the limit; as are
+// invalid UTF-8 bodies and a javascript: source_url.
+func TestEveryErrorIsJSON(t *testing.T) {
+	p := serve(t, "--db", ":memory:")
+	for _, path := range []string{"/runs/../workflows", "//workflows", "/runs/./x", "/api//directory"} {
+		r := p.wire("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+		if h := errorOf(t, r, 400); !strings.Contains(h, "canonical") {
+			t.Fatalf("GET %s: %q", path, h)
+		}
+	}
+	big := strings.Repeat("x", 100<<10)
+	if h := errorOf(t, p.raw("GET", "/workflows", "", "X-Big", big), 431); !strings.Contains(h, "limit") {
+		t.Fatalf("431 hint: %q", h)
+	}
+	json := []string{"Content-Type", "application/json"}
+	f := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"config-wizard-v1"}`, json...), 201)
+	frameOf(t, p.raw("POST", "/runs/"+f.RunID+"/transitions/start", "", json...), 200)
+	for _, c := range []struct{ path, body string }{
+		{"/runs/" + f.RunID + "/transitions/save", "{\"value\":\"bl\xffue\"}"},
+		{"/runs", "{\"data\":{\"a\":\"\xc3\x28\"}}"},
+		{"/api/dispatch", "{\"key\":\"note-1\",\"body\":{\"type\":\"note\",\"text\":\"\xff\"}}"},
+	} {
+		if h := errorOf(t, p.raw("POST", c.path, c.body, json...), 400); !strings.Contains(h, "UTF-8") {
+			t.Fatalf("POST %s with invalid UTF-8: %q", c.path, h)
+		}
+	}
+	if f := frameOf(t, p.do("GET", "/runs/"+f.RunID, nil), 200); f.Data["value"] != nil {
+		t.Fatalf("invalid UTF-8 reached the run's data: %v", f.Data)
+	}
+	row := `{"key":"js.row","body":{"type":"directory_row","command":"echo","description":"x","source_url":"javascript:alert(1)"}}`
+	if h := errorOf(t, p.raw("POST", "/api/dispatch", row, json...), 400); !strings.Contains(h, "http or https") {
+		t.Fatalf("javascript: source_url: %q", h)
+	}
+}
+
+// Token configuration errors never echo any part of the secret.
+func TestTokenErrorsEchoNoSecret(t *testing.T) {
+	for _, tok := range []string{
+		"Zm9vYmFyYmF6cXV4cXV1eA", // no '=': all of it may be the secret
+		"Zm9v+/YmFy=YmF6cXV4cXV1eA==",
+		"ci=0123456789abcdef:s3cr3tp4rt",
+	} {
+		out, err := runAsmp(t, "serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--token", tok)
+		if err == nil {
+			t.Fatalf("--token %q accepted", tok)
+		}
+		for _, part := range []string{"Zm9v", "YmFy", "s3cr3t", "0123456789"} {
+			if strings.Contains(tok, part) && strings.Contains(out, part) {
+				t.Fatalf("--token %q: the error shows %q:\n%s", tok, part, out)
+			}
+		}
+		if !strings.Contains(out, "token") {
+			t.Fatalf("--token %q: no error about the token:\n%s", tok, out)
+		}
+	}
+}
+
+// --trust-proxy takes CIDRs: behind the proxy, the client is the
+// rightmost X-Forwarded-For hop outside them, so a client cannot pick its
+// own key by prepending entries; the bare old form is refused.
+func TestTrustProxyTakesTheRightmostUntrustedHop(t *testing.T) {
+	out, err := runAsmp(t, "serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--trust-proxy")
+	if err == nil || !strings.Contains(out, "--trust-proxy 127.0.0.1/32") {
+		t.Fatalf("bare --trust-proxy: %v\n%s", err, out)
+	}
+	out, err = runAsmp(t, "serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--trust-proxy", "wf.yaml")
+	if err == nil || !strings.Contains(out, "--trust-proxy 127.0.0.1/32") {
+		t.Fatalf("--trust-proxy wf.yaml: %v\n%s", err, out)
+	}
+	p := serve(t, "--db", ":memory:", "--trust-proxy", "127.0.0.1/32", "--rate-limit", "0.001", "--rate-burst", "2")
+	// The proxy appends the real client, 192.0.2.7; the client made up the rest.
+	for i := range 2 {
+		frameOf(t, p.raw("GET", "/", "", "X-Forwarded-For", fmt.Sprintf("10.9.9.%d, 192.0.2.7", i)), 200)
+	}
+	r := p.raw("GET", "/", "", "X-Forwarded-For", "10.9.9.99, 192.0.2.7")
+	errorOf(t, r, 429)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
+	// Another client behind the same proxy has its own budget.
+	frameOf(t, p.raw("GET", "/", "", "X-Forwarded-For", "192.0.2.8"), 200)
+	// The proxy's own headers are believed; a peer outside the CIDRs is not a proxy.
+	f := frameOf(t, p.raw("GET", "/", "", "X-Forwarded-For", "192.0.2.9", "X-Forwarded-Host", "asmp.example", "X-Forwarded-Proto", "https"), 200)
+	if f.ResourceURL != "https://asmp.example" {
+		t.Fatalf("behind a trusted proxy: %s", f.ResourceURL)
+	}
+	q := serve(t, "--db", ":memory:", "--trust-proxy", "10.0.0.0/8")
+	if f := frameOf(t, q.raw("GET", "/", "", "X-Forwarded-Host", "evil.example"), 200); strings.Contains(f.ResourceURL, "evil") {
+		t.Fatalf("an untrusted peer's X-Forwarded-Host was used: %s", f.ResourceURL)
+	}
+}
+
+// Guessing tokens is slow even with --rate-limit off: after 10 failures
+// an address gets 429 with Retry-After, before any token is compared (the
+// right token too), while other requests of healthy clients are not
+// counted.
+func TestTokenGuessingIsLimited(t *testing.T) {
+	p := serve(t, "--db", ":memory:", "--token", "admin="+adminSecret, "--rate-limit", "0")
+	frameOf(t, p.raw("GET", "/", "", bearer(adminSecret)...), 200)
+	for i := range 10 {
+		if r := p.raw("GET", "/", "", bearer(fmt.Sprintf("guess-%d-0123456789", i))...); r.status != 401 {
+			t.Fatalf("guess %d: %d %s", i, r.status, r.body)
+		}
+	}
+	r := p.raw("GET", "/", "", bearer("guess-10-0123456789")...)
+	if h := errorOf(t, r, 429); !strings.Contains(h, "failed authentications") || r.header.Get("Retry-After") == "" {
+		t.Fatalf("11th guess: %q, Retry-After %q", h, r.header.Get("Retry-After"))
+	}
+	errorOf(t, p.raw("GET", "/", "", bearer(adminSecret)...), 429) // not even compared
+	jsonOf(t, p.raw("GET", "/healthz", ""), 200)
+}
