@@ -271,19 +271,21 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	ifMatch, err := parseIfMatch(r)
-	if err != nil {
-		return err
-	}
+	// One order of refusals (README, "Validation order"): 404 unknown run,
+	// 400 malformed If-Match, 403 action not offered or guard refused, 400
+	// body not an object or not matching expects, 409 stale If-Match; the
+	// last three are the engine's, checked against the run as it is when
+	// the change applies.
 	action := r.PathValue("action")
+	ifMatch, imErr := parseIfMatch(r)
 	input, err := protocol.DecodeObject(raw, s.opts.MaxDepth)
-	if err != nil {
-		// An unknown run is a 404 first; a bad body is a 400 only for an
-		// action that is offered now, otherwise the caller first needs to
-		// learn what is (403).
+	if imErr != nil || err != nil {
 		run, lerr := s.loadRun(r, c)
 		if lerr != nil {
 			return lerr
+		}
+		if imErr != nil {
+			return imErr
 		}
 		if oerr := s.e.CheckOffered(run, action); oerr != nil {
 			return oerr

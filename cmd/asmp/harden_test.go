@@ -273,3 +273,33 @@ func TestTokenGuessingIsLimited(t *testing.T) {
 	errorOf(t, p.raw("GET", "/", "", bearer(adminSecret)...), 429) // not even compared
 	jsonOf(t, p.raw("GET", "/healthz", ""), 200)
 }
+
+// One validation order for transitions: 404 unknown run → 400 malformed
+// If-Match → 403 action not offered (even with a bad body and a stale
+// If-Match) → 400 body not an object or not matching expects → 409 stale
+// If-Match.
+func TestTransitionValidationOrder(t *testing.T) {
+	p := serve(t, "--db", ":memory:")
+	json := []string{"Content-Type", "application/json"}
+	unknown := "/runs/0190a0f0-0000-7000-8000-000000000000/transitions/start"
+	errorOf(t, p.raw("POST", unknown, `[1]`, append(json, "If-Match", "bogus")...), 404)
+	f := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"config-wizard-v1"}`, json...), 201)
+	first := p.do("GET", "/runs/"+f.RunID, nil).header.Get("ETag")
+	frameOf(t, p.raw("POST", "/runs/"+f.RunID+"/transitions/start", "", json...), 200)
+	tr := func(action string) string { return "/runs/" + f.RunID + "/transitions/" + action }
+	// Malformed If-Match on an action not offered: the If-Match first.
+	if h := errorOf(t, p.raw("POST", tr("confirm"), `[1]`, append(json, "If-Match", "bogus")...), 400); !strings.Contains(h, "If-Match") {
+		t.Fatalf("malformed If-Match: %q", h)
+	}
+	// Not offered: 403 with a stale If-Match and a bad body both.
+	for _, body := range []string{`{}`, `[1]`, `{"value": 3}`} {
+		if h := errorOf(t, p.raw("POST", tr("confirm"), body, append(json, "If-Match", first)...), 403); !strings.Contains(h, "confirm") {
+			t.Fatalf("not offered, body %s: %q", body, h)
+		}
+	}
+	// Offered with a stale If-Match: a bad body is 400, a good one 409.
+	errorOf(t, p.raw("POST", tr("save"), `[1]`, append(json, "If-Match", first)...), 400)
+	errorOf(t, p.raw("POST", tr("save"), `{"value": 3}`, append(json, "If-Match", first)...), 400)
+	errorOf(t, p.raw("POST", tr("save"), `{"value": "blue"}`, append(json, "If-Match", first)...), 409)
+	frameOf(t, p.raw("POST", tr("save"), `{"value": "blue"}`, json...), 200)
+}
