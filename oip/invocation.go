@@ -120,9 +120,18 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	if req.ObjectKey == key {
 		return Receipt{}, invalidf("key", "The invocation's key %q is its row's key; give the invocation a key of its own (for example %q).", key, key+"-run-1")
 	}
-	rowRec, err := s.rowRecord(ctx, req.ObjectKey)
-	if err != nil {
+	wf, forWorkflow := rowCallOf(ctx)
+	var rowRec store.LedgerRecord
+	if forWorkflow && wf.pinned != nil {
+		rowRec = *wf.pinned
+	} else if rowRec, err = s.rowRecord(ctx, req.ObjectKey); err != nil {
 		return Receipt{}, err
+	}
+	mayRun, notMine := true, ""
+	if req.Execute && forWorkflow && wf.pinned == nil {
+		if mayRun, notMine, err = s.mayRunForWorkflow(ctx, rowRec); err != nil {
+			return Receipt{}, err
+		}
 	}
 	if req.ReplayOf != "" {
 		if req.ReplayOf, err = s.resolveReplayOf(ctx, req.ReplayOf); err != nil {
@@ -151,6 +160,9 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	case req.Execute && !p.Has(auth.ScopeExec):
 		ib.Command = cmd
 		ib.Outcome = refused(fmt.Sprintf("The caller %q lacks the %s scope needed to execute.", p.Name, auth.ScopeExec))
+	case req.Execute && !mayRun:
+		ib.Command = cmd
+		ib.Outcome = refused(notMine)
 	default:
 		ib.Command = cmd
 	}

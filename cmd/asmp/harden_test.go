@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +304,102 @@ func TestTransitionValidationOrder(t *testing.T) {
 	errorOf(t, p.raw("POST", tr("save"), `{"value": 3}`, append(json, "If-Match", first)...), 400)
 	errorOf(t, p.raw("POST", tr("save"), `{"value": "blue"}`, append(json, "If-Match", first)...), 409)
 	frameOf(t, p.raw("POST", tr("save"), `{"value": "blue"}`, json...), 200)
+}
+
+// A token with only dispatch cannot change what a workflow runs: its
+// version of the row behind a built-in task or tool is recorded refused
+// (the reason names the row, its dispatcher and the fix), the task takes
+// its failure transition with that reason; a version dispatched by a
+// token holding exec runs again; and a workflow that pins a version runs
+// that one whoever dispatched a newer one.
+func TestOnlyExecHoldersChangeWhatWorkflowsRun(t *testing.T) {
+	t.Setenv("ASMP_TOKENS", "admin="+adminSecret+";disp=dispatcher-secret-0123:read,dispatch;runner=runner-secret-01234:read,runs")
+	admin, disp, runner := bearer(adminSecret), bearer("dispatcher-secret-0123"), bearer("runner-secret-01234")
+	db := filepath.Join(t.TempDir(), "asmp.db")
+	execFlags := []string{"--allow-exec", "--exec-allow", "factor", "--exec-allow", "expr", "--exec-dir", t.TempDir()}
+	p := serve(t, append([]string{"--db", db}, execFlags...)...)
+	multiply := func(p *proc) map[string]any {
+		t.Helper()
+		id := frameOf(t, p.do("POST", "/runs", map[string]any{"workflow_id": "number-facts-v1"}, runner...), 201).RunID
+		frameOf(t, p.do("POST", "/runs/"+id+"/transitions/submit", map[string]any{"a": 6, "b": 7}, runner...), 200)
+		frameOf(t, p.do("POST", "/runs/"+id+"/transitions/multiply", nil, runner...), 200)
+		return waitRun(t, p, id, runner, 20*time.Second)
+	}
+	// The server dispatched the example rows: they run.
+	if f := multiply(p); f["state"] != "DONE" {
+		t.Fatalf("the server's row: %v", f)
+	}
+	hist := jsonOf(t, p.do("GET", "/api/dispatch?key=number-facts.multiply&history=true", nil, admin...), 200)["records"].([]any)
+	original := hist[0].(map[string]any)
+	redefine := func(who []string, description string) string {
+		body := original["body"].(map[string]any)
+		body["description"] = description
+		return jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "number-facts.multiply", "body": body}, who...), 201)["inv_ID"].(string)
+	}
+	redefine(disp, "redefined without exec")
+	f := multiply(p)
+	if f["state"] != "FAILED" {
+		t.Fatalf("a row version dispatched without exec ran: %v", f)
+	}
+	id := f["run_id"].(string)
+	rec := jsonOf(t, p.do("GET", "/api/dispatch?key=task:"+id+".3:1", nil, admin...), 200)
+	o := rec["body"].(map[string]any)["outcome"].(map[string]any)
+	reason, _ := o["reason"].(string)
+	for _, want := range []string{"number-facts.multiply", `"disp"`, "exec", "row: number-facts.multiply@inv_ID"} {
+		if o["class"] != "refused" || !strings.Contains(reason, want) {
+			t.Fatalf("task record: %v (want %q in the reason)", o, want)
+		}
+	}
+	// The tool of the same workflow, behind a row redefined without exec.
+	body := jsonOf(t, p.do("GET", "/api/dispatch?key=number-facts.factor", nil, admin...), 200)["body"].(map[string]any)
+	body["description"] = "factor, redefined"
+	jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "number-facts.factor", "body": body}, disp...), 201)
+	tid := frameOf(t, p.do("POST", "/runs", map[string]any{"workflow_id": "number-facts-v1"}, admin...), 201).RunID
+	frameOf(t, p.do("POST", "/runs/"+tid+"/transitions/submit", map[string]any{"a": 6, "b": 7}, admin...), 200)
+	res := jsonOf(t, p.do("POST", "/runs/"+tid+"/invoke/factor", map[string]any{"numbers": []int{6}}, admin...), 200)["result"].(map[string]any)
+	if o := res["outcome"].(map[string]any); o["class"] != "refused" || !strings.Contains(o["reason"].(string), `"disp"`) {
+		t.Fatalf("tool behind a row dispatched without exec: %v", res)
+	}
+	// A version dispatched by a token holding exec runs.
+	redefine(admin, "redefined with exec")
+	if f := multiply(p); f["state"] != "DONE" {
+		t.Fatalf("a row version dispatched with exec: %v", f)
+	}
+	redefine(disp, "redefined without exec, again")
+	p.kill()
+
+	// A workflow pinning the server's version runs it, whatever is current.
+	wf := filepath.Join(t.TempDir(), "pinned.yaml")
+	os.WriteFile(wf, []byte(`workflow_id: number-facts-v1
+initial_state: SUBMIT
+states:
+  SUBMIT: {hint: Two numbers.}
+  EXPLORE: {hint: Multiply.}
+  MULTIPLYING:
+    hint: Multiplying.
+    task: {row: number-facts.multiply@`+original["inv_ID"].(string)+`, on_success: done, on_failure: failed, output: product}
+  DONE: {hint: Done.}
+  FAILED: {hint: Failed.}
+transitions:
+  - {from: SUBMIT, action: submit, to: EXPLORE, expects: {a: integer, b: integer}}
+  - {from: EXPLORE, action: multiply, to: MULTIPLYING}
+  - {from: MULTIPLYING, action: done, to: DONE}
+  - {from: MULTIPLYING, action: failed, to: FAILED}
+`), 0o600)
+	q := serve(t, append([]string{"--db", db, wf}, execFlags...)...)
+	if f := multiply(q); f["state"] != "DONE" || f["data"].(map[string]any)["product"] != 42.0 {
+		t.Fatalf("the pinned version: %v", f)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(string(must(os.ReadFile(wf))), "@inv_", "@nope_", 1)), 0o600)
+	if out, err := runAsmp(t, "validate", bad); err == nil || !strings.Contains(out, "not an inv_ID") {
+		t.Fatalf("a malformed pin: %v\n%s", err, out)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -310,7 +310,7 @@ func installExampleRows(ctx context.Context, ledger *oip.Service, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	ctx = auth.WithPrincipal(ctx, auth.Principal{Name: "asmp-serve", Scopes: auth.AllScopes})
+	ctx = auth.WithPrincipal(ctx, auth.Principal{Name: oip.ServerPrincipal, Scopes: auth.AllScopes})
 	for _, r := range rows {
 		rc, did, err := ledger.EnsureRow(ctx, r.Key, r.Body)
 		if err != nil {

@@ -205,6 +205,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return err
 	}
+	for _, n := range tokens.Names() {
+		if n == oip.ServerPrincipal || n == oip.TaskActor {
+			return fmt.Errorf("token name %q is reserved: it names what the server does itself; choose another name", n)
+		}
+	}
 	loopback := isLoopback(f.addr)
 	if !loopback && tokens.Len() == 0 && !f.insecure {
 		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Give it tokens (--token NAME=SECRET), listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)

@@ -25,6 +25,7 @@ type Store struct {
 	byKey  map[string][]int64 // key -> seqs, oldest first
 	replay map[string][]string
 	lmu    sync.Mutex // serialises ledger appends
+	scopes sync.Map   // inv_ID -> the dispatcher's scopes ([]string)
 }
 
 // runEntry is one run: its event log and, only when it cannot be derived
