@@ -403,3 +403,27 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// An executed program inherits fds 0-2 only: not the listening socket,
+// the database or anything else the server holds. `ls /proc/self/fd`
+// lists 0, 1, 2 and the directory ls itself opened to read.
+func TestExecutedProgramsInheritOnlyStdio(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd here")
+	}
+	db := filepath.Join(t.TempDir(), "asmp.db")
+	p := serve(t, "--db", db, "--allow-exec", "--exec-allow", "ls", "--exec-dir", t.TempDir())
+	// Streams and a database in use: more descriptors open in the server.
+	jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "fds", "body": map[string]any{
+		"type": "directory_row", "command": "ls",
+		"args": []map[string]any{{"name": "dir", "type": "string", "required": true}}}}), 201)
+	for i := range 3 {
+		rc := jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": fmt.Sprintf("fds-%d", i), "body": map[string]any{
+			"type": "invocation", "object_key": "fds", "input": map[string]any{"dir": "/proc/self/fd"}, "execute": true}}), 201)
+		o := rc["outcome"].(map[string]any)
+		out := o["stdout"].(map[string]any)["text"].(string)
+		if o["class"] != "succeeded" || strings.Fields(out)[0] != "0" || len(strings.Fields(out)) != 4 {
+			t.Fatalf("fds of an executed program: %v\n%s", o, out)
+		}
+	}
+}

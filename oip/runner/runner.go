@@ -396,6 +396,7 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 		SysProcAttr: sysProcAttr(),
 	}
 	start := time.Now()
+	closeOnExec()
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
