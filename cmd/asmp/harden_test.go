@@ -427,3 +427,25 @@ func TestExecutedProgramsInheritOnlyStdio(t *testing.T) {
 		}
 	}
 }
+
+// replay_of may name the invocation_result a client received from an
+// executed invocation: it resolves to the result's attempt. A record that
+// is neither is refused with a hint that says so.
+func TestReplayOfAResult(t *testing.T) {
+	p := serve(t, "--db", ":memory:", "--allow-exec", "--exec-allow", "ls", "--exec-dir", t.TempDir())
+	row := jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "list", "body": map[string]any{"type": "directory_row", "command": "ls"}}), 201)
+	rc := jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "list-1", "body": map[string]any{"type": "invocation", "object_key": "list", "execute": true}}), 201)
+	result := jsonOf(t, p.do("GET", "/api/dispatch?receipt="+rc["inv_ID"].(string), nil), 200)
+	if result["type"] != "invocation_result" {
+		t.Fatalf("the receipt of an execution: %v", result)
+	}
+	again := jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "list-2", "body": map[string]any{"type": "invocation", "object_key": "list", "replay_of": rc["inv_ID"]}}), 201)
+	rec := jsonOf(t, p.do("GET", "/api/dispatch?receipt="+again["inv_ID"].(string), nil), 200)
+	if rec["replay_of"] != result["result_of"] || rec["body"].(map[string]any)["replay_of"] != result["result_of"] {
+		t.Fatalf("replay_of %v, want the attempt %v", rec["replay_of"], result["result_of"])
+	}
+	h := errorOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "list-3", "body": map[string]any{"type": "invocation", "object_key": "list", "replay_of": row["inv_ID"]}}), 400)
+	if !strings.Contains(h, "record of type directory_row") || strings.Contains(h, "a invocation") {
+		t.Fatalf("replay of a row: %q", h)
+	}
+}
