@@ -449,3 +449,58 @@ func TestReplayOfAResult(t *testing.T) {
 		t.Fatalf("replay of a row: %q", h)
 	}
 }
+
+// The exec directory is the user's own: by default under the user's
+// cache (or runtime) directory, created 0700; a directory others may
+// write to, a symbolic link, or one owned by another user is refused at
+// start; working directories left by executions that died with their
+// server are removed at start.
+func TestExecDirIsTheUsers(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("XDG_CACHE_HOME", cache)
+	want := filepath.Join(cache, "asmp", "exec")
+	// Left by an execution of a server that died (no such process).
+	left := filepath.Join(want, "run.999999999.0123456789abcdef")
+	os.MkdirAll(left, 0o700)
+	os.WriteFile(filepath.Join(left, "f"), []byte("x"), 0o600)
+	other := filepath.Join(want, "keep-me")
+	os.Mkdir(other, 0o700)
+	p := serve(t, "--db", ":memory:", "--allow-exec", "--exec-allow", "pwd")
+	st, err := os.Stat(want)
+	if err != nil || st.Mode().Perm() != 0o700 || !strings.Contains(p.stderr.String(), "dir="+want) {
+		t.Fatalf("default exec dir %s: %v %v\n%s", want, st, err, p.stderr.String())
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("a dead server's working directory is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("a directory that is not a working directory was removed: %v", err)
+	}
+	jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "pwd", "body": map[string]any{"type": "directory_row", "command": "pwd"}}), 201)
+	rc := jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "pwd-1", "body": map[string]any{"type": "invocation", "object_key": "pwd", "execute": true}}), 201)
+	if out := rc["outcome"].(map[string]any)["stdout"].(map[string]any)["text"].(string); !strings.HasPrefix(out, want+"/run.") {
+		t.Fatalf("an execution ran in %q, not under %s", out, want)
+	}
+
+	refused := func(dir, why string) {
+		t.Helper()
+		out, err := runAsmp(t, "serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--allow-exec", "--exec-allow", "pwd", "--exec-dir", dir)
+		if err == nil || !strings.Contains(out, why) {
+			t.Fatalf("--exec-dir %s: %v, want a refusal mentioning %q:\n%s", dir, err, why, out)
+		}
+	}
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o1777)
+	refused(shared, "writable by group or others")
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(t.TempDir(), link)
+	refused(link, "symbolic link")
+	if os.Getuid() == 0 {
+		theirs := filepath.Join(t.TempDir(), "theirs")
+		os.Mkdir(theirs, 0o700)
+		os.Chown(theirs, 65534, 65534)
+		refused(theirs, "owned by uid 65534")
+	}
+}
