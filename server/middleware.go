@@ -93,6 +93,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		s.noteWrite(r, status)
 		route := ri.pattern
 		if route == "" {
 			route = "unmatched"

@@ -79,3 +79,15 @@ func headerSize(r *http.Request) int {
 	}
 	return n
 }
+
+// noteWrite keeps Server.full: set by an answer 507 (the disk is full),
+// cleared by an unsafe request that succeeded (a write went through).
+// /readyz is not ready while it is set.
+func (s *Server) noteWrite(r *http.Request, status int) {
+	switch {
+	case status == http.StatusInsufficientStorage:
+		s.full.Store(true)
+	case status < 400 && r.Method != http.MethodGet && r.Method != http.MethodHead && s.full.Load():
+		s.full.Store(false)
+	}
+}

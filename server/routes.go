@@ -106,6 +106,10 @@ func (s *Server) routes() {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if s.full.Load() {
+		httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The disk was full at the last write: not ready until a write succeeds again (free space, then retry a request).").With("status", "disk_full"))
+		return nil
+	}
 	if p, ok := s.e.Store().(store.Pinger); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

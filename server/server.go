@@ -123,6 +123,7 @@ type Server struct {
 	slots        streamSlots
 	now          func() time.Time // the clock of limits (tests set it)
 	authFailures *limiter         // the failure budget of authentication, per client address
+	full         atomic.Bool      // the last write failed on a full disk (see noteWrite)
 	bases        sync.Map         // baseKey -> base URL, so that a request's is not rebuilt
 	nbases       atomic.Int64
 }

@@ -504,3 +504,23 @@ func TestExecDirIsTheUsers(t *testing.T) {
 		refused(theirs, "owned by uid 65534")
 	}
 }
+
+// A token without read is refused frames, events, streams and metrics
+// (403 naming the scope), over the real binary.
+func TestReadScopeGuardsReads(t *testing.T) {
+	t.Setenv("ASMP_TOKENS", "admin="+adminSecret+";runs-only=runs-only-secret-0123:runs")
+	p := serve(t, "--db", ":memory:")
+	runsOnly := bearer("runs-only-secret-0123")
+	id := frameOf(t, p.do("POST", "/runs", nil, runsOnly...), 201).RunID
+	for _, path := range []string{"/runs/" + id, "/runs/" + id + "/events", "/runs/" + id + "/cli", "/runs/" + id + "/stream", "/metrics", "/workflows", "/api/directory"} {
+		if h := errorOf(t, p.do("GET", path, nil, runsOnly...), 403); !strings.Contains(h, `"read" scope`) {
+			t.Fatalf("GET %s without read: %q", path, h)
+		}
+		if strings.HasSuffix(path, "/stream") {
+			continue // served, it would not end
+		}
+		if r := p.do("GET", path, nil, bearer(adminSecret)...); r.status != 200 {
+			t.Fatalf("GET %s with read: %d %s", path, r.status, r.body)
+		}
+	}
+}
