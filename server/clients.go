@@ -111,4 +111,4 @@ func hostOf(addr string) string {
 
 // maxClients bounds every per-client table (rate limit buckets, stream
 // slots, authentication failures): clients choose their addresses.
-const maxClients = 16384
+var maxClients = 16384
