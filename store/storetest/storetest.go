@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("LedgerStore", func(t *testing.T) {
 		LedgerStore(t, func(t *testing.T) store.LedgerStore { return newStore(t) })
 	})
+	t.Run("DispatcherScopes", func(t *testing.T) { DispatcherScopes(t, newStore) })
 }
 
 // RunStore runs the suite of store.RunStore against stores made by newStore.
