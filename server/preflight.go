@@ -23,7 +23,8 @@ const ServerMaxHeaderBytes = 1 << 20
 // preflight answers, in JSON, what net/http's mux would answer in plain
 // text or HTML: a request whose headers are over the limit (431) and a
 // path that is not in canonical form ("..", "//", "."), which the mux
-// would redirect (400 naming the canonical path).
+// would redirect (400 naming the canonical path), and the API prefix
+// without its slash (/api, 404).
 func (s *Server) preflight(next http.Handler) http.Handler {
 	limit := s.opts.MaxHeader
 	if limit <= 0 {
@@ -41,6 +42,11 @@ func (s *Server) preflight(next http.Handler) http.Handler {
 					"The path %q is not in canonical form (no \"..\", \".\" or empty segments); request %q instead.", protocol.Truncate(p, 200), protocol.Truncate(c, 200)).With("path", protocol.Truncate(c, 200)))
 				return
 			}
+		}
+		if pre := s.opts.API.Prefix; pre != "" && r.URL.Path+"/" == pre {
+			// The mux would redirect to the prefix: say where instead.
+			s.opts.API.Errors.Write(w, nil, protocol.Errorf(protocol.ENotFound, "No endpoint at %s; the endpoints of this API are under %s.", r.URL.Path, pre))
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

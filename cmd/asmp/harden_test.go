@@ -174,6 +174,9 @@ func TestEveryErrorIsJSON(t *testing.T) {
 			t.Fatalf("GET %s: %q", path, h)
 		}
 	}
+	if h := errorOf(t, p.raw("GET", "/api", ""), 404); !strings.Contains(h, "/api/") {
+		t.Fatalf("GET /api: %q", h)
+	}
 	big := strings.Repeat("x", 100<<10)
 	if h := errorOf(t, p.raw("GET", "/workflows", "", "X-Big", big), 431); !strings.Contains(h, "limit") {
 		t.Fatalf("431 hint: %q", h)
