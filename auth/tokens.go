@@ -32,10 +32,10 @@ type Tokens struct {
 func ParseToken(spec string) (Token, error) {
 	name, rest, ok := strings.Cut(spec, "=")
 	if !ok {
-		return Token{}, fmt.Errorf("token %q: use NAME=SECRET[:SCOPE,...]", redact(spec))
+		return Token{}, fmt.Errorf("a token is not of the form NAME=SECRET[:SCOPE,...] (it has no '='); the value is not shown, as it may be the secret")
 	}
 	if !tokenName.MatchString(name) {
-		return Token{}, fmt.Errorf("token name %q: use letters, digits, '.', '_', '-' (at most 64)", name)
+		return Token{}, fmt.Errorf("a token's name (before the first '=') is not letters, digits, '.', '_', '-' (at most 64); it is not shown, as it may be part of the secret: use NAME=SECRET[:SCOPE,...]")
 	}
 	secret, scopeList, hasScopes := cutLast(rest, ":")
 	if len(secret) < 16 {
@@ -49,7 +49,7 @@ func ParseToken(spec string) (Token, error) {
 	for _, s := range strings.Split(scopeList, ",") {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(AllScopes, s) {
-			return Token{}, fmt.Errorf("token %q: unknown scope %q (scopes: %s)", name, s, strings.Join(AllScopes, ", "))
+			return Token{}, fmt.Errorf("token %q: what follows the last ':' is not a list of scopes (%s); it is not shown, as it may be part of the secret: if the secret contains ':', end the token with its scopes", name, strings.Join(AllScopes, ", "))
 		}
 		if !slices.Contains(t.Scopes, s) {
 			t.Scopes = append(t.Scopes, s)
@@ -70,16 +70,6 @@ func cutLast(s, sep string) (before, after string, found bool) {
 }
 
 var scopeList = regexp.MustCompile(`^[a-z]+( *, *[a-z]+)*$`)
-
-func redact(spec string) string {
-	if name, _, ok := strings.Cut(spec, "="); ok {
-		return name + "=…"
-	}
-	if len(spec) > 4 {
-		return spec[:4] + "…"
-	}
-	return "…"
-}
 
 // NewTokens builds an authenticator from token specs (see ParseToken);
 // envList holds more specs separated by ';' (the ASMP_TOKENS variable).

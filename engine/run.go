@@ -248,10 +248,6 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	if err := InScope(r.ID, r.WorkflowID, o.Workflow); err != nil {
 		return nil, err
 	}
-	if o.IfMatch != 0 && o.IfMatch != r.Version {
-		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).
-			With("version", r.Version).With("state", r.State)
-	}
 	st := r.StateDef()
 	if st == nil {
 		// Cannot happen for a pinned run (its version declares its state);
@@ -276,6 +272,13 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	}
 	if err := protocol.CheckConstraints(t.Constraints, input); err != nil {
 		return nil, err
+	}
+	// A stale If-Match is the last check (SPEC section 2's order): an
+	// action not offered now is a 403 and a bad body a 400 whatever the
+	// version the caller saw.
+	if o.IfMatch != 0 && o.IfMatch != r.Version {
+		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).
+			With("version", r.Version).With("state", r.State)
 	}
 	data := r.Data
 	if len(t.Expects) > 0 || len(o.set) > 0 {

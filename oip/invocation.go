@@ -120,12 +120,21 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	if req.ObjectKey == key {
 		return Receipt{}, invalidf("key", "The invocation's key %q is its row's key; give the invocation a key of its own (for example %q).", key, key+"-run-1")
 	}
-	rowRec, err := s.rowRecord(ctx, req.ObjectKey)
-	if err != nil {
+	wf, forWorkflow := rowCallOf(ctx)
+	var rowRec store.LedgerRecord
+	if forWorkflow && wf.pinned != nil {
+		rowRec = *wf.pinned
+	} else if rowRec, err = s.rowRecord(ctx, req.ObjectKey); err != nil {
 		return Receipt{}, err
 	}
+	mayRun, notMine := true, ""
+	if req.Execute && forWorkflow && wf.pinned == nil {
+		if mayRun, notMine, err = s.mayRunForWorkflow(ctx, rowRec); err != nil {
+			return Receipt{}, err
+		}
+	}
 	if req.ReplayOf != "" {
-		if err := s.checkReplayOf(ctx, req.ReplayOf); err != nil {
+		if req.ReplayOf, err = s.resolveReplayOf(ctx, req.ReplayOf); err != nil {
 			return Receipt{}, err
 		}
 	}
@@ -151,6 +160,9 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	case req.Execute && !p.Has(auth.ScopeExec):
 		ib.Command = cmd
 		ib.Outcome = refused(fmt.Sprintf("The caller %q lacks the %s scope needed to execute.", p.Name, auth.ScopeExec))
+	case req.Execute && !mayRun:
+		ib.Command = cmd
+		ib.Outcome = refused(notMine)
 	default:
 		ib.Command = cmd
 	}
@@ -216,18 +228,26 @@ func refused(reason string) *Outcome {
 	return &Outcome{Class: OutcomeRefused, Reason: reason}
 }
 
-func (s *Service) checkReplayOf(ctx context.Context, invID string) error {
+// resolveReplayOf returns the inv_ID of the invocation that replay_of
+// names: an invocation's own, or for an invocation_result (the receipt a
+// client gets from an executed invocation) its attempt's.
+func (s *Service) resolveReplayOf(ctx context.Context, invID string) (string, error) {
 	sr, err := s.st.LedgerRecord(ctx, invID)
 	if errors.Is(err, store.ErrNotFound) {
-		return protocol.Errorf(protocol.ENotFound, "body.replay_of names no ledger record (%q); give the inv_ID of an earlier invocation.", protocol.Truncate(invID, 64)).With("field", "body.replay_of")
+		return "", protocol.Errorf(protocol.ENotFound, "body.replay_of names no ledger record (%q); give the inv_ID of an earlier invocation.", protocol.Truncate(invID, 64)).With("field", "body.replay_of")
 	}
 	if err != nil {
-		return fmt.Errorf("oip: read replayed record: %w", err)
+		return "", fmt.Errorf("oip: read replayed record: %w", err)
 	}
-	if sr.Type != TypeInvocation {
-		return invalidf("body.replay_of", "body.replay_of names a %s record; only invocations can be replayed.", sr.Type)
+	switch sr.Type {
+	case TypeInvocation:
+		return sr.InvID, nil
+	case TypeInvocationResult:
+		if sr.ResultOf != "" {
+			return sr.ResultOf, nil
+		}
 	}
-	return nil
+	return "", invalidf("body.replay_of", "body.replay_of names a record of type %s; only an invocation (or its invocation_result) can be replayed.", sr.Type)
 }
 
 // appendJSON encodes a body built by the service, checks it like a

@@ -16,6 +16,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 // TaskActor is the ledger source of invocations made by workflow tasks,
@@ -30,14 +31,20 @@ var progressEvery = 2 * time.Second
 // invocation (execute: true) recorded in the ledger like one dispatched
 // over HTTP, with its attempt and result records.
 //
+// Which version runs: the one the workflow pins (row: KEY@inv_ID), else
+// the row's current version, and that only if its dispatcher held the
+// exec scope when dispatching it or was the server (ServerPrincipal);
+// otherwise the invocation is recorded refused with the reason, which a
+// task's failure transition carries.
+//
 // Tools: the tool's input is the row's input, the caller's name and
 // scopes are the invocation's principal (a caller without the exec scope
 // gets a refused outcome), and the key is
 // run:RUN_ID:tool:TOOL:ULID, fresh per call. The answer is a ToolResult.
 //
 // Tasks: the input is the run's data restricted to the row's arg and flag
-// names, the principal is TaskActor with every scope (the workflow's
-// author chose the row), and the key is task:TASK_ID:ATTEMPT, so that
+// names, the principal is TaskActor with every scope (the authority is
+// the row version's, above), and the key is task:TASK_ID:ATTEMPT, so that
 // attempt n > 1 is dispatched with replay_of naming the invocation of the
 // latest earlier attempt that reached the ledger. The execution stops when
 // the task's context ends (shutdown, lost lease). Progress reports
@@ -90,8 +97,19 @@ func (r ToolResult) TaskReceipt() any {
 // store failure; for a task, a store failure (an unknown row is a failed
 // task with a reason).
 func (iv *Invoker) InvokeRow(ctx context.Context, call engine.RowCall) (result any, ok bool, reason string, err error) {
-	rowRec, err := iv.s.rowRecord(ctx, call.Key)
+	rowKey, pin, err := workflow.ParseRowRef(call.Key)
 	if err != nil {
+		return nil, false, "", protocol.Errorf(protocol.EInvalid, "%v", err).With("row", call.Key)
+	}
+	var rowRec store.LedgerRecord
+	var missing string
+	wf := rowCall{ref: call.Key}
+	if pin != "" {
+		if rowRec, missing, err = iv.s.pinnedRow(ctx, rowKey, pin); err != nil {
+			return nil, false, "", err
+		}
+		wf.pinned = &rowRec
+	} else if rowRec, err = iv.s.rowRecord(ctx, rowKey); err != nil {
 		if protocol.ErrorCode(err) != protocol.ENotFound {
 			return nil, false, "", err
 		}
@@ -99,11 +117,13 @@ func (iv *Invoker) InvokeRow(ctx context.Context, call engine.RowCall) (result a
 		if call.FromData {
 			what = "The task of state " + call.State
 		}
-		hint := fmt.Sprintf("%s is bound to the directory row %q, which is not in the ledger; dispatch it (type %s) first.", what, call.Key, TypeDirectoryRow)
+		missing = fmt.Sprintf("%s is bound to the directory row %q, which is not in the ledger; dispatch it (type %s) first.", what, rowKey, TypeDirectoryRow)
+	}
+	if missing != "" {
 		if call.FromData {
-			return nil, false, hint, nil
+			return nil, false, missing, nil
 		}
-		return nil, false, "", protocol.Errorf(protocol.ENotFound, "%s", hint).With("row", call.Key)
+		return nil, false, "", protocol.Errorf(protocol.ENotFound, "%s", missing).With("row", call.Key)
 	}
 	input := call.Input
 	if input == nil {
@@ -136,7 +156,7 @@ func (iv *Invoker) InvokeRow(ctx context.Context, call engine.RowCall) (result a
 	if p.Scopes == nil {
 		p.Scopes = auth.AllScopes
 	}
-	body := map[string]any{"type": TypeInvocation, "object_key": call.Key, "input": input, "execute": true}
+	body := map[string]any{"type": TypeInvocation, "object_key": rowKey, "input": input, "execute": true}
 	if replayOf != "" {
 		body["replay_of"] = replayOf
 	}
@@ -144,7 +164,7 @@ func (iv *Invoker) InvokeRow(ctx context.Context, call engine.RowCall) (result a
 	if err != nil {
 		return nil, false, "", fmt.Errorf("oip: encode invocation of %s: %w", call.Key, err)
 	}
-	dctx := auth.WithPrincipal(ctx, p)
+	dctx := withRowCall(auth.WithPrincipal(ctx, p), wf)
 	if call.FromData {
 		dctx = CancelExecution(dctx)
 	}
@@ -280,7 +300,13 @@ func (s *Service) EnsureRow(ctx context.Context, key string, body json.RawMessag
 	}
 	if n := len(srs); n > 0 && srs[n-1].Type == TypeDirectoryRow {
 		if have, err := jcs.Transform(srs[n-1].Body); err == nil && bytes.Equal(have, want) {
-			return receiptOf(fromStore(srs[n-1])), false, nil
+			// Unchanged, and kept only if workflows may run it: else the
+			// same content is dispatched again, with ctx's authority.
+			if ok, _, err := s.mayRunForWorkflow(ctx, srs[n-1]); err != nil {
+				return Receipt{}, false, err
+			} else if ok {
+				return receiptOf(fromStore(srs[n-1])), false, nil
+			}
 		}
 	}
 	var head struct {

@@ -474,6 +474,11 @@ func (s *Service) dispatchRow(ctx context.Context, key string, body []byte) (Rec
 	if err != nil {
 		return Receipt{}, err
 	}
+	if err := s.recordDispatcher(ctx, rec.InvID); err != nil {
+		// The version stands; without its dispatcher's scopes workflows
+		// refuse to run it unpinned, which is the safe side.
+		s.log.Error("recording a row's dispatcher failed", "key", key, "inv_ID", rec.InvID, "err", err)
+	}
 	return receiptOf(rec), nil
 }
 

@@ -38,6 +38,9 @@ func DecodeValue(body []byte, maxDepth int) (any, error) {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
+	if !utf8.Valid(body) {
+		return nil, Errorf(EInvalid, "The body is not valid UTF-8; send UTF-8 JSON (invalid bytes are never replaced silently).")
+	}
 	if d := depth(body); d > maxDepth {
 		return nil, Errorf(EInvalid, "JSON nesting is %d levels deep; the limit is %d.", d, maxDepth)
 	}

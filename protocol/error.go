@@ -26,6 +26,14 @@ const (
 // the request's method (the answer's Allow header names those it is).
 const EMethodNotAllowed = "method_not_allowed"
 
+// Codes of the edge's hardening answers (SPEC section 16).
+const (
+	EUnsupportedMediaType = "unsupported_media_type" // 415: a body that is not application/json
+	EMisdirected          = "misdirected"            // 421: a Host this server does not answer to
+	EHeaderTooLarge       = "header_too_large"       // 431: request headers over the limit
+	EInsufficientStorage  = "insufficient_storage"   // 507: the disk is full
+)
+
 var codeStatus = map[string]int{
 	EInvalid:       http.StatusBadRequest,
 	EUnauthorized:  http.StatusUnauthorized,
@@ -40,6 +48,11 @@ var codeStatus = map[string]int{
 	EUnprocessable: http.StatusUnprocessableEntity,
 
 	EMethodNotAllowed: http.StatusMethodNotAllowed,
+
+	EUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	EMisdirected:          http.StatusMisdirectedRequest,
+	EHeaderTooLarge:       http.StatusRequestHeaderFieldsTooLarge,
+	EInsufficientStorage:  http.StatusInsufficientStorage,
 }
 
 // StatusOf returns the HTTP status for an error code (500 for unknown codes).

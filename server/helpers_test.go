@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -199,10 +200,13 @@ func (e *env) events(runID string) []map[string]any {
 }
 
 var (
-	serverOptsTrust  = server.Options{TrustProxy: true}
+	serverOptsTrust  = server.Options{TrustProxy: loopbackProxy}
 	serverOptsPublic = server.Options{PublicURL: "https://api.example.com/asmp/"}
 )
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
+
+// loopbackProxy trusts the test's own client as a reverse proxy.
+var loopbackProxy = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -94,6 +93,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		s.noteWrite(r, status)
 		route := ri.pattern
 		if route == "" {
 			route = "unmatched"
@@ -169,22 +169,13 @@ func requestID(given string) string {
 }
 
 // clientKey names the client for limits: the principal when a token was
-// given, else the remote address (the first X-Forwarded-For hop when the
-// server trusts its proxy).
+// given, else its address (clientAddr: behind a trusted proxy, the
+// rightmost X-Forwarded-For hop that is not a trusted proxy).
 func (s *Server) clientKey(r *http.Request) string {
 	if p := auth.FromContext(r.Context()); p.Name != auth.Anonymous {
 		return "token:" + p.Name
 	}
-	if s.opts.TrustProxy {
-		if f := firstValue(r.Header.Get("X-Forwarded-For")); f != "" {
-			return "ip:" + f
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return "ip:" + host
+	return "ip:" + s.clientAddr(r)
 }
 
 // limiter is a token bucket per client.
@@ -210,6 +201,16 @@ func newLimiter(rate float64, burst int) *limiter {
 
 // take spends one token of key; when none is left it returns how long until one is.
 func (l *limiter) take(key string, now time.Time) (ok bool, wait time.Duration) {
+	return l.use(key, now, true)
+}
+
+// peek reports whether key has a token left, without spending it, and if
+// not how long until it has.
+func (l *limiter) peek(key string, now time.Time) (ok bool, wait time.Duration) {
+	return l.use(key, now, false)
+}
+
+func (l *limiter) use(key string, now time.Time, spend bool) (ok bool, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.last) > time.Minute {
@@ -222,13 +223,24 @@ func (l *limiter) take(key string, now time.Time) (ok bool, wait time.Duration) 
 	}
 	b := l.b[key]
 	if b == nil {
+		if !spend {
+			return true, 0 // an unknown client has its whole burst
+		}
+		if len(l.b) >= maxClients {
+			for k := range l.b { // bounded: forget one client (a full bucket again)
+				delete(l.b, k)
+				break
+			}
+		}
 		b = &bucket{tokens: l.burst, at: now}
 		l.b[key] = b
 	}
 	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
 	b.at = now
 	if b.tokens >= 1 {
-		b.tokens--
+		if spend {
+			b.tokens--
+		}
 		return true, 0
 	}
 	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
@@ -247,16 +259,18 @@ func (s *Server) limit(next http.Handler) http.Handler {
 		}
 		ok, wait := l.take(s.clientKey(r), time.Now())
 		if !ok {
-			secs := int(math.Ceil(wait.Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
+			secs := retrySeconds(wait)
 			httpx.WriteError(w, nil, protocol.Errorf(protocol.ERateLimited, "Too many requests from this client (limit %g per second); retry after %d s.", s.opts.RateLimit, secs).
 				With("retry_after", secs))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// retrySeconds is wait in whole seconds for Retry-After, at least 1.
+func retrySeconds(wait time.Duration) int {
+	return max(int(math.Ceil(wait.Seconds())), 1)
 }
 
 // streamSlots counts open streams per client.
@@ -273,6 +287,10 @@ func (s *Server) acquireStream(r *http.Request) (release func(), err error) {
 	key := s.clientKey(r)
 	s.slots.mu.Lock()
 	defer s.slots.mu.Unlock()
+	if _, ok := s.slots.n[key]; !ok && len(s.slots.n) >= maxClients {
+		return nil, protocol.Errorf(protocol.ERateLimited, "The server has open streams of %d clients, its limit; retry later.", maxClients).
+			With("retry_after", 1)
+	}
 	if s.slots.n[key] >= s.opts.MaxStreamsPerClient {
 		return nil, protocol.Errorf(protocol.ERateLimited, "This client already has %d open streams, the limit; close one first.", s.opts.MaxStreamsPerClient).
 			With("retry_after", 1)

@@ -128,6 +128,10 @@ func mcpAPI(h http.Handler) httpx.API {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if s.full.Load() {
+		httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The disk was full at the last write: not ready until a write succeeds again (free space, then retry a request).").With("status", "disk_full"))
+		return nil
+	}
 	if p, ok := s.e.Store().(store.Pinger); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -305,19 +309,21 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	ifMatch, err := parseIfMatch(r)
-	if err != nil {
-		return err
-	}
+	// One order of refusals (README, "Validation order"): 404 unknown run,
+	// 400 malformed If-Match, 403 action not offered or guard refused, 400
+	// body not an object or not matching expects, 409 stale If-Match; the
+	// last three are the engine's, checked against the run as it is when
+	// the change applies.
 	action := r.PathValue("action")
+	ifMatch, imErr := parseIfMatch(r)
 	input, err := protocol.DecodeObject(raw, s.opts.MaxDepth)
-	if err != nil {
-		// An unknown run is a 404 first; a bad body is a 400 only for an
-		// action that is offered now, otherwise the caller first needs to
-		// learn what is (403).
+	if imErr != nil || err != nil {
 		run, lerr := s.loadRun(r, c)
 		if lerr != nil {
 			return lerr
+		}
+		if imErr != nil {
+			return imErr
 		}
 		if oerr := s.e.CheckOffered(run, action); oerr != nil {
 			return oerr

@@ -46,7 +46,7 @@ func TestTokensAndScopes(t *testing.T) {
 	}
 	e := start(t, setup{
 		newStor: func(*testing.T) storeT { return st },
-		opts: &server.Options{Authenticate: tokens.Authenticate, API: ledger.API(),
+		opts: &server.Options{Authenticate: tokens.Authenticate, API: ledger.API(), AuthFailures: 1000,
 			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	})
 	bearer := func(s string) []string { return []string{"Authorization", "Bearer " + s} }
@@ -109,7 +109,7 @@ func TestTokensAndScopes(t *testing.T) {
 // token comes back during the test, however slow the machine: the counts
 // are exact. Refilling over time is TestLimiterRefill's, on a fake clock.
 func TestRateLimit(t *testing.T) {
-	e := start(t, setup{opts: &server.Options{RateLimit: 0.001, RateBurst: 5, TrustProxy: true}})
+	e := start(t, setup{opts: &server.Options{RateLimit: 0.001, RateBurst: 5, TrustProxy: loopbackProxy}})
 	a := []string{"X-Forwarded-For", "192.0.2.1"}
 	passed, limited := 0, 0
 	for i := 0; i < 12; i++ {

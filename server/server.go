@@ -28,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,10 +54,24 @@ type Options struct {
 	// "" means: derive it from each request's Host (and X-Forwarded-Proto /
 	// X-Forwarded-Host when TrustProxy is set).
 	PublicURL string
-	// TrustProxy makes the server believe X-Forwarded-Proto/-Host headers.
-	TrustProxy bool
+	// TrustProxy are the addresses of reverse proxies whose
+	// X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host headers the
+	// server believes; nil trusts none (see clientAddr).
+	TrustProxy []netip.Prefix
+	// AllowOrigins are the browser origins (scheme://host[:port]) besides
+	// the server's own that may send unsafe requests (POST, PUT, PATCH,
+	// DELETE); others get 403. See CheckOrigin.
+	AllowOrigins []string
+	// LocalHostsOnly refuses (421) a request whose Host is not localhost,
+	// 127.0.0.1 or [::1] (any port): set it for a server on loopback
+	// without a PublicURL, against DNS rebinding.
+	LocalHostsOnly bool
 	// MaxBody limits request bodies in bytes (0 = DefaultMaxBody); larger → 413.
 	MaxBody int64
+	// MaxHeader limits the request line and headers in bytes
+	// (0 = DefaultMaxHeader); larger → 431. Run the http.Server with
+	// MaxHeaderBytes ServerMaxHeaderBytes, so that such requests reach it.
+	MaxHeader int
 	// MaxDepth limits JSON nesting (0 = DefaultMaxDepth); deeper → 400.
 	MaxDepth int
 	// Heartbeat is the interval of heartbeat lines on idle streams
@@ -79,6 +94,11 @@ type Options struct {
 	// RateBurst is how many requests a client may send at once
 	// (0 = twice RateLimit).
 	RateBurst int
+	// AuthFailures is the failure budget of authentication: requests with
+	// a missing or unknown token a client address may send per minute
+	// before it gets 429 (0 = AuthFailuresPerMinute). It applies whatever
+	// RateLimit is.
+	AuthFailures int
 	// MaxStreamsPerClient bounds the open NDJSON streams of one client
 	// (0 = no limit); more get 429.
 	MaxStreamsPerClient int
@@ -97,18 +117,21 @@ type Options struct {
 
 // Server is the ASMP HTTP API for one engine.
 type Server struct {
-	e       *engine.Engine
-	opts    Options
-	log     *slog.Logger
-	edge    *httpx.Edge // routing, checks and error answers (see routes)
-	handler http.Handler
-	done    chan struct{}
-	metrics *metrics
-	answers *encoded.Cache // encoded frames and CLI objects of recently read runs
-	lines   encoded.Lines  // stream lines of published events, shared by subscribers
-	slots   streamSlots
-	bases   sync.Map // baseKey -> base URL, so that a request's is not rebuilt
-	nbases  atomic.Int64
+	e            *engine.Engine
+	opts         Options
+	log          *slog.Logger
+	edge         *httpx.Edge // routing, checks and error answers (see routes)
+	handler      http.Handler
+	done         chan struct{}
+	metrics      *metrics
+	answers      *encoded.Cache // encoded frames and CLI objects of recently read runs
+	lines        encoded.Lines  // stream lines of published events, shared by subscribers
+	slots        streamSlots
+	now          func() time.Time // the clock of limits (tests set it)
+	authFailures *limiter         // the failure budget of authentication, per client address
+	full         atomic.Bool      // the last write failed on a full disk (see noteWrite)
+	bases        sync.Map         // baseKey -> base URL, so that a request's is not rebuilt
+	nbases       atomic.Int64
 }
 
 // New returns the HTTP API of e. The server observes e (engine.Observe):
@@ -133,6 +156,11 @@ func New(e *engine.Engine, opts *Options) *Server {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s.slots.n = map[string]int{}
+	s.now = time.Now
+	if s.opts.AuthFailures <= 0 {
+		s.opts.AuthFailures = AuthFailuresPerMinute
+	}
+	s.authFailures = newLimiter(float64(s.opts.AuthFailures)/60, s.opts.AuthFailures)
 	s.answers = encoded.New(e)
 	obs := &observer{answers: s.answers}
 	if !s.opts.DisableMetrics {
@@ -140,7 +168,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 		obs.metrics = s.metrics.engine
 	}
 	e.Observe(obs)
-	s.edge = httpx.NewEdge(s.log)
+	s.edge = httpx.NewEdge(s.log, s.edgeChecks()...)
 	s.routes()
 	// observe → recover → user middleware → authenticate → rate limit → edge
 	h := s.limit(routed(s.edge))
@@ -148,7 +176,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
 		h = s.opts.Middleware[i](h)
 	}
-	s.handler = s.observe(recoverer(s.log, h))
+	s.handler = s.observe(recoverer(s.log, s.preflight(h)))
 	return s
 }
 
@@ -184,7 +212,7 @@ func (s *Server) baseURL(r *http.Request) string {
 		scheme = "https"
 	}
 	host := r.Host
-	if s.opts.TrustProxy {
+	if s.peerTrusted(r) {
 		if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
 			scheme = p
 		}
@@ -234,30 +262,6 @@ func validHost(h string) bool {
 		}
 	}
 	return true
-}
-
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	if s.opts.Authenticate == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || isConsoleFile(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		p, err := s.opts.Authenticate(r)
-		if err != nil {
-			if protocol.ErrorCode(err) == protocol.EUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="asmp"`)
-			}
-			httpx.WriteError(w, s.log, err)
-			return
-		}
-		if ri := infoOf(w, r); ri != nil {
-			ri.actor = p.Name
-		}
-		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-	})
 }
 
 func recoverer(log *slog.Logger, next http.Handler) http.Handler {

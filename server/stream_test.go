@@ -373,6 +373,7 @@ func TestTransitionStreamsUntilProcessingEnds(t *testing.T) {
 	frame(t, e.fire(id, "submit", map[string]any{"amount": 10, "description": "Taxi"}), 200)
 	req, _ := http.NewRequest("POST", e.url+"/runs/"+id+"/transitions/approve", strings.NewReader("{}"))
 	req.Header.Set("Accept", "application/x-ndjson")
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -148,7 +148,8 @@ func (sb *StateBuilder) ToolConstraint(tool, field string, c protocol.Constraint
 	return sb
 }
 
-// RowTool adds a tool implemented by an OIP directory row.
+// RowTool adds a tool implemented by an OIP directory row: rowKey is KEY
+// (the row's current version) or KEY@inv_ID (one version, see PinRow).
 func (sb *StateBuilder) RowTool(name, description string, expects map[string]string, rowKey string) *StateBuilder {
 	sb.s.Tools = append(sb.s.Tools, &Tool{Name: name, Description: description, Expects: expects, Row: rowKey})
 	return sb
@@ -169,7 +170,7 @@ func (sb *StateBuilder) Task(fn TaskFunc, onSuccess, onFailure string) *StateBui
 }
 
 // RowTask sets a background task that invokes an OIP directory row with the
-// run's matching data keys as input.
+// run's matching data keys as input; rowKey is KEY or KEY@inv_ID (PinRow).
 func (sb *StateBuilder) RowTask(rowKey, onSuccess, onFailure string) *StateBuilder {
 	sb.s.Task = &Task{Row: rowKey, OnSuccess: onSuccess, OnFailure: onFailure}
 	return sb

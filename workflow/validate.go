@@ -307,6 +307,9 @@ func (v *validator) state(s *State) {
 		if (t.Handler == nil) == (t.Row == "") {
 			v.errf(tp, "tool %q needs exactly one implementation: a Go handler or a directory row (row: KEY)", t.Name)
 		}
+		if _, _, err := ParseRowRef(t.Row); t.Row != "" && err != nil {
+			v.errf(tp+".row", "%v", err)
+		}
 		t.Expects = v.expects(tp+".expects", t.Expects)
 		t.Constraints = v.constraints(tp+".expects", t.Expects, t.Constraints)
 	}
@@ -341,6 +344,9 @@ func (v *validator) state(s *State) {
 		tp := p + ".task"
 		if (s.Task.Func == nil) == (s.Task.Row == "") {
 			v.errf(tp, "a task needs exactly one implementation: a Go func or a directory row (row: KEY)")
+		}
+		if _, _, err := ParseRowRef(s.Task.Row); s.Task.Row != "" && err != nil {
+			v.errf(tp+".row", "%v", err)
 		}
 		if o := s.Task.Output; o != "" && strings.TrimSpace(o) != o {
 			v.errf(tp+".output", "output %q is a data key and must not start or end with spaces", o)

@@ -147,6 +147,9 @@ func (p *proc) try(method, path string, body any, headers ...string) (response, 
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, p.url+path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}

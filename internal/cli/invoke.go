@@ -260,7 +260,7 @@ func addExecFlags(cmd *cobra.Command, f *execFlags) {
 	fl.DurationVar(&f.timeout, "exec-timeout", runner.DefaultMaxTimeout, "the longest any execution may run: it caps each row's own timeout (rows without one get 30s)")
 	fl.Int64Var(&f.maxOutput, "exec-max-output", runner.DefaultMaxOutput, "bytes of stdout and of stderr kept per execution (their full sizes and SHA-256 are always recorded)")
 	fl.IntVar(&f.concurrency, "exec-concurrency", 0, "executions run at once (default: the number of CPUs, at least 2)")
-	fl.StringVar(&f.dir, "exec-dir", "", "directory in which each execution gets a fresh working directory, removed afterwards (default: $TMPDIR/asmp-exec)")
+	fl.StringVar(&f.dir, "exec-dir", "", "directory in which each execution gets a fresh working directory, removed afterwards; created 0700, refused when owned by another user or writable by group or others (default: $XDG_RUNTIME_DIR/asmp-exec, else ~/.cache/asmp/exec)")
 }
 
 // newExecutor returns the executor the flags ask for (nil when execution
@@ -304,7 +304,7 @@ func installExampleRows(ctx context.Context, ledger *oip.Service, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	ctx = auth.WithPrincipal(ctx, auth.Principal{Name: "asmp-serve", Scopes: auth.AllScopes})
+	ctx = auth.WithPrincipal(ctx, auth.Principal{Name: oip.ServerPrincipal, Scopes: auth.AllScopes})
 	for _, r := range rows {
 		rc, did, err := ledger.EnsureRow(ctx, r.Key, r.Body)
 		if err != nil {

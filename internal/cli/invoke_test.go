@@ -99,9 +99,13 @@ func TestInvokeCommand(t *testing.T) {
 	if err != nil || err2 != nil || len(orig.ReplayedBy) != 1 || orig.ReplayedBy[0] != again.Invocation || rep.ReplayOf != res.Invocation {
 		t.Fatalf("replay links: %+v / %+v", orig, rep)
 	}
-	// Replaying a result record is refused by the server (exit 1).
-	if code, _, errOut := runInvoke(t, url, "number-facts.multiply", "--input", `{"a": 3, "b": 5}`, "--replay-of", res.Receipt.InvID); code != 1 || !strings.Contains(errOut, "only invocations can be replayed") {
-		t.Fatalf("replay of a result (%d): %s", code, errOut)
+	// Replaying the result record a client received resolves to its attempt.
+	code, out, _ = runInvoke(t, url, "number-facts.multiply", "--input", `{"a": 3, "b": 5}`, "--json", "--replay-of", res.Receipt.InvID)
+	if err := json.Unmarshal([]byte(out), &again); err != nil || code != 0 {
+		t.Fatalf("replay of a result (%d): %v\n%s", code, err, out)
+	}
+	if rep, err := svc.Record(context.Background(), again.Invocation); err != nil || rep.ReplayOf != res.Invocation {
+		t.Fatalf("replay of the result %s: replay_of %q, want the attempt %s (%v)", res.Receipt.InvID, rep.ReplayOf, res.Invocation, err)
 	}
 
 	// A failing command: exit 2, the reason and stderr shown.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,7 +39,8 @@ type serveFlags struct {
 	addr       string
 	db         string
 	publicURL  string
-	trustProxy bool
+	trustProxy string
+	origins    []string
 	insecure   bool
 	workers    int
 	taskLease  time.Duration
@@ -87,7 +89,8 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "address to listen on (loopback by default)")
 	fl.StringVar(&f.db, "db", "asmp.db", "database: a SQLite file path, or :memory:")
 	fl.StringVar(&f.publicURL, "public-url", "", "base URL clients use, e.g. https://asmp.example.com (default: from each request's Host)")
-	fl.BoolVar(&f.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/X-Forwarded-Host from a reverse proxy")
+	fl.StringVar(&f.trustProxy, "trust-proxy", "", "CIDR,... of reverse proxies whose X-Forwarded-For/-Proto/-Host to believe, e.g. 127.0.0.1/32 (the client is the rightmost X-Forwarded-For hop outside them)")
+	fl.StringArrayVar(&f.origins, "allow-origin", nil, "a browser origin (scheme://host[:port]) besides the server's own that may send POST, PUT, PATCH and DELETE requests (repeatable)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow an open server (no tokens) to listen on a non-loopback address")
 	fl.IntVar(&f.workers, "workers", 4, "background tasks run at once")
 	fl.DurationVar(&f.taskLease, "task-lease", engine.DefaultLease, "how long a task stays claimed without renewal; a crashed server's tasks run again after it")
@@ -106,6 +109,12 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits instead of doubling the live heap (0 = Go's default; ignored when GOGC is set)")
 	fl.DurationVar(&f.mcpPoll, "mcp-poll", mcpbridge.DefaultPoll, "how often /mcp sessions look for changed directory rows (their row tools)")
 	addExecFlags(cmd, &f.exec)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "trust-proxy") {
+			return fmt.Errorf("%w: --trust-proxy takes the addresses of the proxies to trust, e.g. --trust-proxy 127.0.0.1/32", err)
+		}
+		return err
+	})
 	return cmd
 }
 
@@ -227,6 +236,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return err
 	}
+	for _, n := range tokens.Names() {
+		if n == oip.ServerPrincipal || n == oip.TaskActor {
+			return fmt.Errorf("token name %q is reserved: it names what the server does itself; choose another name", n)
+		}
+	}
 	loopback := isLoopback(f.addr)
 	if !loopback && tokens.Len() == 0 && !f.insecure {
 		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Give it tokens (--token NAME=SECRET), listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
@@ -241,6 +255,17 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		rateLimit, err = strconv.ParseFloat(f.rateLimit, 64)
 		if err != nil || rateLimit < 0 {
 			return fmt.Errorf("--rate-limit %q: use auto, 0 (off) or requests per second", f.rateLimit)
+		}
+	}
+	var proxies []netip.Prefix
+	if f.trustProxy != "" {
+		if proxies, err = server.ParseTrustProxy(f.trustProxy); err != nil {
+			return fmt.Errorf("--trust-proxy %q: %w; it takes the proxies' addresses as CIDR ranges, e.g. --trust-proxy 127.0.0.1/32 (the bare form, which trusted every peer, is gone)", f.trustProxy, err)
+		}
+	}
+	for _, o := range f.origins {
+		if err := server.CheckOrigin(o); err != nil {
+			return fmt.Errorf("--allow-origin %q: give an origin as scheme://host[:port], e.g. https://console.example.com", o)
 		}
 	}
 	if f.retention < 0 {
@@ -299,7 +324,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	}
 	opts := &server.Options{
 		PublicURL:           f.publicURL,
-		TrustProxy:          f.trustProxy,
+		TrustProxy:          proxies,
+		AllowOrigins:        f.origins,
+		LocalHostsOnly:      loopback && f.publicURL == "",
 		MaxBody:             f.maxBody,
 		MaxDepth:            f.maxDepth,
 		Heartbeat:           f.heartbeat,
@@ -350,7 +377,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second, // streams lift it for themselves
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    server.ServerMaxHeaderBytes, // over server.DefaultMaxHeader: a JSON 431 from the handler
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ids := make([]string, len(defs))

@@ -95,6 +95,9 @@ func call(base, method, path string, body any) (int, http.Header, []byte, error)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, base+path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if strings.HasPrefix(path, "/api/ledger/checkpoint") {
 		req.Header.Set("Accept", "text/plain")
 	}

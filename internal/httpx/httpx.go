@@ -113,6 +113,10 @@ func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 func (st ErrorStyle) Write(w http.ResponseWriter, log *slog.Logger, err error) {
 	code := protocol.ErrorCode(err)
 	status := protocol.StatusOf(code)
+	if status >= 500 && code != protocol.EInsufficientStorage && DiskFull(err) {
+		err = diskFull(err)
+		code, status = protocol.EInsufficientStorage, http.StatusInsufficientStorage
+	}
 	if status >= 500 && log != nil {
 		log.Error("request failed", "err", err)
 	}

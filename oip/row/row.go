@@ -186,7 +186,7 @@ func (r *Row) Validate() error {
 		return invalid("invocation_method", "invocation_method %s must be %q or %q", quoted(r.InvocationMethod), MethodExec, MethodShell)
 	}
 	if r.SourceURL != "" && !absoluteURL(r.SourceURL) {
-		return invalid("source_url", "source_url %s must be an absolute URL such as https://example.com/tool", quoted(r.SourceURL))
+		return invalid("source_url", "source_url %s must be an absolute URL, http or https, such as https://example.com/tool", quoted(r.SourceURL))
 	}
 	if math.IsNaN(r.Timeout) || r.Timeout < 0 || r.Timeout > MaxTimeout {
 		return invalid("timeout", "timeout %v must be a number of seconds from 0 (the server default) to %d", r.Timeout, MaxTimeout)
@@ -440,15 +440,15 @@ func badString(v any) bool {
 // again on every command build, and parsing is the costly part.
 var lastURL atomic.Pointer[string]
 
-// absoluteURL reports whether s parses as an absolute URL with something
-// after the scheme.
+// absoluteURL reports whether s parses as an absolute http or https URL
+// with a host.
 func absoluteURL(s string) bool {
 	if p := lastURL.Load(); p != nil && *p == s {
 		return true
 	}
 	u, err := url.Parse(s)
-	if err != nil || !u.IsAbs() || (u.Host == "" && u.Opaque == "" && u.Path == "") {
-		return false
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false // a link for people to follow: http or https only, never javascript: or data:
 	}
 	lastURL.Store(&s)
 	return true

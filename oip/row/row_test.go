@@ -170,6 +170,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"invocation_method", `{"command":"x","invocation_method":"ssh"}`, "invocation_method", `invocation_method "ssh" must be "exec" or "shell"`},
 		{"source_url relative", `{"command":"x","source_url":"/rel/path"}`, "source_url", "must be an absolute URL"},
 		{"source_url junk", `{"command":"x","source_url":"not a url"}`, "source_url", "must be an absolute URL"},
+		{"source_url javascript", `{"command":"x","source_url":"javascript:alert(1)"}`, "source_url", "http or https"},
+		{"source_url data", `{"command":"x","source_url":"data:text/html,<script>alert(1)</script>"}`, "source_url", "http or https"},
 		{"timeout negative", `{"command":"x","timeout":-1}`, "timeout", "timeout -1 must be a number of seconds"},
 		{"timeout too big", `{"command":"x","timeout":86401}`, "timeout", "to 86400"},
 		{"timeout string", `{"command":"x","timeout":"10"}`, "timeout", "timeout must be a number of seconds, got string"},

@@ -105,6 +105,7 @@ func (s *site) do(method, path string, body any, status int, token ...string) ma
 		tok = token[0]
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
@@ -362,6 +363,7 @@ func TestToolCallsConcurrently(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"numbers": []int{i + 2}})
 			req, _ := http.NewRequest("POST", s.url+"/runs/"+id+"/invoke/factor", bytes.NewReader(b))
 			req.Header.Set("Authorization", "Bearer admin")
+			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Error(err)

@@ -76,8 +76,11 @@ type Options struct {
 	// DefaultConcurrency).
 	Concurrency int
 	// Dir is the directory under which each execution gets a fresh
-	// working directory; it is created (0700) when missing. "" means
-	// os.TempDir()/asmp-exec.
+	// working directory; it is created (0700) when missing, and refused
+	// when it is a symbolic link, owned by another user or writable by
+	// group or others. "" means DefaultDir(). Working directories that
+	// executions which died with their server left in it are removed by
+	// New.
 	Dir string
 	// Logger receives one line per execution (program, outcome, duration;
 	// never the arguments or the environment); nil discards.
@@ -104,6 +107,7 @@ type Executor struct {
 	maxTimeout time.Duration
 	maxOutput  int64
 	dir        string
+	dirFile    *os.File // dir, opened once checked (see openDir)
 	slots      chan struct{}
 	log        *slog.Logger
 }
@@ -143,16 +147,19 @@ func New(opts Options) (*Executor, error) {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.dir == "" {
-		e.dir = filepath.Join(os.TempDir(), "asmp-exec")
+		e.dir = DefaultDir()
 	}
 	dir, err := filepath.Abs(e.dir)
 	if err != nil {
 		return nil, fmt.Errorf("exec: working directory parent %q: %w", e.dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("exec: create the working directory parent: %w", err)
+	if e.dirFile, err = openDir(dir); err != nil {
+		return nil, fmt.Errorf("exec: the working directory parent: %w", err)
 	}
 	e.dir = dir
+	if n := e.sweep(); n > 0 {
+		e.log.Info("removed the working directories of executions that died with their server", "dir", dir, "removed", n)
+	}
 	lookup := opts.LookupPath
 	if lookup == "" {
 		lookup = os.Getenv("PATH")
@@ -361,7 +368,7 @@ func failed(start time.Time, format string, args ...any) oip.Outcome {
 // it (killing the group at the deadline) and captures its output.
 func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, format string) oip.Outcome {
 	begin := time.Now()
-	dir, err := os.MkdirTemp(e.dir, "run-")
+	dir, err := e.mkRunDir()
 	if err != nil {
 		e.log.Error("creating a working directory failed", "err", err)
 		return failed(begin, "Could not create a working directory; the server log has the details.")
@@ -396,6 +403,7 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 		SysProcAttr: sysProcAttr(),
 	}
 	start := time.Now()
+	closeOnExec()
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()

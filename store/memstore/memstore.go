@@ -26,6 +26,7 @@ type Store struct {
 	replay map[string][]string
 	lmu    sync.Mutex // serialises ledger appends
 	defs   definitions
+	scopes sync.Map // inv_ID -> the dispatcher's scopes ([]string)
 }
 
 // runEntry is one run: its event log and, only when it cannot be derived

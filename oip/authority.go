@@ -1,0 +1,97 @@
+package oip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// ServerPrincipal is the principal of what the server dispatches itself
+// (the built-in examples' rows at start-up): it holds every scope, and no
+// token may take its name.
+const ServerPrincipal = "asmp-serve"
+
+// Who can change what runs (SPEC section 16): a workflow tool or task
+// bound to a row runs the version its workflow pins (row: KEY@inv_ID), or
+// else the row's current version only if whoever dispatched that version
+// held the exec scope then (or was the server itself). The scopes of a
+// row's dispatcher are recorded beside the record when it is dispatched
+// (store.DispatcherScopes), since a token's scopes may change later.
+
+// rowCallKey marks the context of an invocation made for a workflow tool
+// or task (Invoker), with the version pinned by the workflow, if any.
+type rowCallKey struct{}
+
+type rowCall struct {
+	pinned *store.LedgerRecord // the version the workflow pins; nil: the current one
+	ref    string              // the workflow's row reference, for reasons
+}
+
+func withRowCall(ctx context.Context, rc rowCall) context.Context {
+	return context.WithValue(ctx, rowCallKey{}, rc)
+}
+
+func rowCallOf(ctx context.Context) (rowCall, bool) {
+	rc, ok := ctx.Value(rowCallKey{}).(rowCall)
+	return rc, ok
+}
+
+// recordDispatcher remembers the scopes of the principal in ctx as those
+// of the dispatcher of the record invID.
+func (s *Service) recordDispatcher(ctx context.Context, invID string) error {
+	ds, ok := s.st.(store.DispatcherScopes)
+	if !ok {
+		return nil
+	}
+	p := auth.FromContext(ctx)
+	scopes := p.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	if err := ds.PutDispatcherScopes(context.WithoutCancel(ctx), invID, scopes); err != nil {
+		return fmt.Errorf("oip: record the dispatcher's scopes: %w", err)
+	}
+	return nil
+}
+
+// mayRunForWorkflow reports whether a workflow may run the row version
+// rec without pinning it: its dispatcher held exec when dispatching it, or
+// was the server. When not, reason says so and what to do.
+func (s *Service) mayRunForWorkflow(ctx context.Context, rec store.LedgerRecord) (ok bool, reason string, err error) {
+	if rec.Source == ServerPrincipal {
+		return true, "", nil
+	}
+	held := "did not hold the exec scope when it dispatched it"
+	if ds, isDS := s.st.(store.DispatcherScopes); isDS {
+		scopes, err := ds.DispatcherScopes(ctx, rec.InvID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			held = "is not known to have held the exec scope when it dispatched it (no scopes were recorded)"
+		case err != nil:
+			return false, "", err
+		case slices.Contains(scopes, auth.ScopeExec):
+			return true, "", nil
+		}
+	}
+	return false, fmt.Sprintf("The directory row %s is at version %s, dispatched by %q, which %s: a workflow runs a row's current version only when its dispatcher holds exec. Dispatch the row again with a token holding exec, or pin a version in the workflow (row: %s).",
+		rec.Key, rec.InvID, rec.Source, held, workflow.PinRow(rec.Key, "inv_ID")), nil
+}
+
+// pinnedRow returns the directory row version ref pins, checking it is one
+// of key; notFound is the hint when it is not.
+func (s *Service) pinnedRow(ctx context.Context, key, invID string) (rec store.LedgerRecord, notFound string, err error) {
+	rec, err = s.st.LedgerRecord(ctx, invID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (rec.Type != TypeDirectoryRow || rec.Key != key) {
+		return rec, fmt.Sprintf("The workflow pins the directory row %s at version %s, which is not a version of that row in the ledger; pin an inv_ID from GET /api/dispatch?key=%s&history=true.", key, protocol.Truncate(invID, 64), key), nil
+	}
+	if err != nil {
+		return rec, "", fmt.Errorf("oip: read the pinned row version: %w", err)
+	}
+	return rec, "", nil
+}

@@ -1,0 +1,6 @@
+//go:build unix && !linux
+
+package runner
+
+// closeRangeCloexec has no single call to use here.
+func closeRangeCloexec() bool { return false }
