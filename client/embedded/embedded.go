@@ -277,22 +277,23 @@ func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscript
 		return yield(client.StreamItem{Frame: &protocol.StreamFrame{ID: id, Frame: jsonFrame(f)}}, nil) && !protocol.Terminal(f.Status)
 	}
 	catchUp := func() (bool, error) {
+		replay := l.e.NewReplay(r.Def, l.base)
 		for {
-			evs, err := l.e.Events(ctx, runID, *last, 500)
+			evs, err := l.e.Events(ctx, runID, *last, 100)
 			if err != nil {
 				return true, fromProtocol(err)
 			}
+			if len(evs) == 0 {
+				return false, nil
+			}
 			for i := range evs {
-				f, err := l.e.EventFrame(r.Def, &evs[i], l.base)
+				f, err := replay.Frame(&evs[i])
 				if err != nil {
 					return true, fromProtocol(err)
 				}
 				if !emit(f, evs[i].Seq) {
 					return true, nil
 				}
-			}
-			if len(evs) < 500 {
-				return false, nil
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -18,6 +19,10 @@ type eventLog struct {
 	offs []uint32 // where each of them starts in old
 	last event    // event n
 	n    int      // events in the log
+	// wholes are the indexes of the events kept whole (see store.Event),
+	// in order; patchBytes counts the patch bytes kept since the last.
+	wholes     []uint32
+	patchBytes int64
 	// the time of event 1 (the run's creation), as in event
 	firstUnix int64
 	firstFull *time.Time
@@ -41,6 +46,13 @@ func (l *eventLog) append(ev event) error {
 	}
 	if l.n == 0 {
 		l.firstUnix, l.firstFull = ev.unix, ev.full
+		ev.whole = true
+	}
+	if ev.whole {
+		l.wholes = append(l.wholes, uint32(l.n))
+		l.patchBytes = 0
+	} else {
+		l.patchBytes += int64(len(ev.patch))
 	}
 	l.last = ev
 	l.n++
@@ -61,6 +73,16 @@ func (l *eventLog) at(i int) (event, error) {
 		err = errCorrupt
 	}
 	return ev, err
+}
+
+// wholeBefore returns the index of the last whole event at or before
+// index i.
+func (l *eventLog) wholeBefore(i int) int {
+	k, found := slices.BinarySearch(l.wholes, uint32(i))
+	if found {
+		return i
+	}
+	return int(l.wholes[k-1]) // wholes[0] is 0 <= i
 }
 
 // firstTime is the time of event 0 (the run's creation).
@@ -88,22 +110,33 @@ func appendEvent(b []byte, e *event) []byte {
 		b = appendBytes(b, t)
 		b = appendString(b, name)
 	}
-	for _, s := range [...]string{e.kind, e.action, e.from, e.to, e.actor, e.snap.State, e.snap.Status, e.snap.Error} {
+	for _, s := range [...]string{e.kind, e.action, e.from, e.to, e.actor, e.snap.State, e.snap.Status, e.snap.Error, e.wfv, e.reason} {
 		b = appendString(b, s)
 	}
-	if e.snap.Data == nil {
+	switch {
+	case !e.whole:
+		b = append(b, 2)
+		b = appendBytes(b, e.patch)
+		b = appendStrings(b, e.added)
+	case e.snap.Data == nil:
 		b = append(b, 0)
-	} else {
+		b = appendStrings(b, e.snap.Milestones)
+	default:
 		b = append(b, 1)
 		b = appendBytes(b, e.snap.Data)
+		b = appendStrings(b, e.snap.Milestones)
 	}
-	if e.snap.Milestones == nil {
-		b = binary.AppendUvarint(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(e.snap.Milestones))+1)
-		for _, m := range e.snap.Milestones {
-			b = appendString(b, m)
-		}
+	return appendStrings(b, e.offered)
+}
+
+// appendStrings encodes ss as count+1 (0 for nil) and length-prefixed strings.
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return binary.AppendUvarint(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(ss))+1)
+	for _, m := range ss {
+		b = appendString(b, m)
 	}
 	return b
 }
@@ -138,25 +171,24 @@ func decodeEvent(b []byte) (event, []byte, error) {
 	default:
 		return event{}, nil, errCorrupt
 	}
-	for _, p := range [...]*string{&e.kind, &e.action, &e.from, &e.to, &e.actor, &e.snap.State, &e.snap.Status, &e.snap.Error} {
+	for _, p := range [...]*string{&e.kind, &e.action, &e.from, &e.to, &e.actor, &e.snap.State, &e.snap.Status, &e.snap.Error, &e.wfv, &e.reason} {
 		*p = d.string()
 	}
+	e.whole = true
 	switch d.byte() {
 	case 0:
+		e.snap.Milestones = d.strings()
 	case 1:
 		e.snap.Data = append([]byte{}, d.bytes()...)
+		e.snap.Milestones = d.strings()
+	case 2:
+		e.whole = false
+		e.patch = append([]byte{}, d.bytes()...)
+		e.added = d.strings()
 	default:
 		d.err = true
 	}
-	if n := d.uvarint(); n > 0 && !d.err {
-		if n-1 > uint64(len(d.b)) { // each milestone takes at least one byte
-			return event{}, nil, errCorrupt
-		}
-		e.snap.Milestones = make([]string, n-1)
-		for i := range e.snap.Milestones {
-			e.snap.Milestones[i] = d.string()
-		}
-	}
+	e.offered = d.strings()
 	if d.err {
 		return event{}, nil, errCorrupt
 	}
@@ -211,3 +243,20 @@ func (d *decoder) bytes() []byte {
 }
 
 func (d *decoder) string() string { return string(d.bytes()) }
+
+// strings decodes appendStrings.
+func (d *decoder) strings() []string {
+	n := d.uvarint()
+	if n == 0 || d.err {
+		return nil
+	}
+	if n-1 > uint64(len(d.b)) { // each string takes at least one byte
+		d.err = true
+		return nil
+	}
+	ss := make([]string, n-1)
+	for i := range ss {
+		ss[i] = d.string()
+	}
+	return ss
+}

@@ -26,7 +26,7 @@ func TestEventLogRoundTrip(t *testing.T) {
 	var l eventLog
 	in := sampleEvents()
 	for _, ev := range in {
-		if err := l.append(newEvent(ev)); err != nil {
+		if err := l.append(newEvent(ev, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func sameEvent(a, b event) bool {
 // panic; and any event's encoding decodes back to it.
 func FuzzDecodeEvent(f *testing.F) {
 	for _, ev := range sampleEvents() {
-		e := newEvent(ev)
+		e := newEvent(ev, true)
 		f.Add(appendEvent(nil, &e), ev.Action, ev.Snapshot.State, string(ev.Snapshot.Data), int64(len(ev.Snapshot.Milestones)))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, action, state, data string, milestones int64) {
@@ -78,7 +78,7 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("re-encoding %q: %v", raw[:len(raw)-len(rest)], err)
 			}
 		}
-		e := event{unix: milestones, action: action, snap: store.Snapshot{State: state, Data: json.RawMessage(data)}}
+		e := event{unix: milestones, action: action, whole: true, snap: store.Snapshot{State: state, Data: json.RawMessage(data)}}
 		for i := int64(0); i < milestones%4; i++ {
 			e.snap.Milestones = append(e.snap.Milestones, state)
 		}

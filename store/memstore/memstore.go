@@ -4,9 +4,11 @@ package memstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,25 @@ type Store struct {
 	byKey  map[string][]int64 // key -> seqs, oldest first
 	replay map[string][]string
 	lmu    sync.Mutex // serialises ledger appends
+	counts map[countKey]int64 // runs by workflow and stored status, kept by every change
+}
+
+type countKey struct{ workflow, status string }
+
+// count moves one run of workflow wf from status from to status to ("-"
+// for none), under mu.
+func (s *Store) count(wf, from, to string) {
+	if from == to {
+		return
+	}
+	if from != "-" {
+		if s.counts[countKey{wf, from}]--; s.counts[countKey{wf, from}] == 0 {
+			delete(s.counts, countKey{wf, from})
+		}
+	}
+	if to != "-" {
+		s.counts[countKey{wf, to}]++
+	}
 }
 
 // runEntry is one run: its event log and, only when it cannot be derived
@@ -51,11 +72,23 @@ type event struct {
 	from   string
 	to     string
 	actor  string
-	snap   store.Snapshot
+	wfv    string
+	reason string
+	// snap is the run after the event; in an event decoded from the log
+	// that is not whole, snap has no data nor milestones.
+	snap    store.Snapshot
+	offered []string
+	whole   bool   // kept whole (see store.Event); the latest event keeps its full snap either way
+	patch   []byte // the data's merge patch, for a delta
+	added   []string
 }
 
-func newEvent(ev store.Event) event {
-	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, snap: ev.Snapshot}
+func newEvent(ev store.Event, whole bool) event {
+	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, wfv: ev.WorkflowVersion, reason: ev.Reason,
+		snap: ev.Snapshot, offered: ev.Offered, whole: whole}
+	if !whole {
+		e.patch, e.added = ev.Patch, ev.Added
+	}
 	if n := ev.Time.UnixNano(); time.Unix(0, n).UTC() == ev.Time {
 		e.unix = n
 	} else {
@@ -72,8 +105,16 @@ func (e *event) time() time.Time {
 	return time.Unix(0, e.unix).UTC()
 }
 
+// public returns the event in its stored form (see store.EventFold): a
+// delta without data and milestones.
 func (e *event) public(runID string, seq int64) store.Event {
-	return store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor, Snapshot: e.snap}
+	ev := store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor,
+		WorkflowVersion: e.wfv, Reason: e.reason, Offered: e.offered, Snapshot: e.snap}
+	if !e.whole {
+		ev.Patch, ev.Added = e.patch, e.added
+		ev.Data, ev.Milestones = nil, nil
+	}
+	return ev
 }
 
 // current returns the value of run id.
@@ -136,12 +177,13 @@ func New() *Store {
 		byInv:  map[string]int64{},
 		byKey:  map[string][]int64{},
 		replay: map[string][]string{},
+		counts: map[countKey]int64{},
 	}
 }
 
 // CreateRun implements store.RunStore.
 func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
-	if err := check(c); err != nil {
+	if err := check(&c); err != nil {
 		return err
 	}
 	if c.Run.Version != 1 {
@@ -153,14 +195,18 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
 	}
 	e := &runEntry{wf: c.Run.WorkflowID}
-	_ = e.log.append(newEvent(c.Event)) // the first never fails
+	_ = e.log.append(newEvent(c.Event, true)) // the first never fails
 	e.set(c.Run)
 	s.runs[c.Run.ID] = e
+	s.count(e.wf, "-", c.Run.Status)
 	s.applyTasks(c)
 	return nil
 }
 
-func check(c store.Commit) error {
+func check(c *store.Commit) error {
+	if c.Event.Data == nil {
+		c.Event.Data = json.RawMessage(`{}`) // as the other stores keep it
+	}
 	if c.Event.Seq != c.Run.Version || c.Event.RunID != c.Run.ID {
 		return fmt.Errorf("memstore: event (%s, %d) does not match run (%s, %d)", c.Event.RunID, c.Event.Seq, c.Run.ID, c.Run.Version)
 	}
@@ -211,7 +257,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 }
 
 func (s *Store) commitRun(expected int64, c store.Commit) error {
-	if err := check(c); err != nil {
+	if err := check(&c); err != nil {
 		return err
 	}
 	if c.Run.Version != expected+1 {
@@ -226,9 +272,11 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if v := e.version(); v != expected {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
 	}
-	if err := e.log.append(newEvent(c.Event)); err != nil {
+	was := e.status()
+	if err := e.log.append(newEvent(c.Event, store.WholeDue(&c.Event, e.log.patchBytes))); err != nil {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, err)
 	}
+	s.count(e.wf, was, c.Run.Status)
 	e.set(c.Run)
 	s.applyTasks(c)
 	return nil
@@ -249,20 +297,21 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if after >= n {
 		return []store.Event{}, nil
 	}
-	count := n - after // seq k is at index k-1
-	if limit > 0 && count > int64(limit) {
-		count = int64(limit)
-	}
-	out := make([]store.Event, count)
-	for i := range out {
-		seq := after + int64(i) + 1
-		ev, err := e.log.at(int(seq - 1))
+	fold := store.NewEventFold(after, limit)
+	for i := e.log.wholeBefore(int(after)); i < int(n); i++ { // seq k is at index k-1
+		ev, err := e.log.at(i)
 		if err != nil {
-			return nil, fmt.Errorf("memstore: run %s event %d: %w", runID, seq, err)
+			return nil, fmt.Errorf("memstore: run %s event %d: %w", runID, i+1, err)
 		}
-		out[i] = ev.public(runID, seq)
+		more, err := fold.Add(ev.public(runID, int64(i)+1))
+		if err != nil {
+			return nil, fmt.Errorf("memstore: %w", err)
+		}
+		if !more {
+			break
+		}
 	}
-	return out, nil
+	return fold.Events(), nil
 }
 
 // StaleRuns implements store.RunStore.
@@ -305,6 +354,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	if v := e.version(); v != version {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
 	}
+	s.count(e.wf, e.status(), "-")
 	delete(s.runs, id)
 	for tid, t := range s.tasks {
 		if t.RunID == id {
@@ -315,14 +365,20 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return nil
 }
 
-// CountRuns implements store.RunStore.
-func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
+// CountRuns implements store.RunStore: the counts every change keeps.
+func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := map[string]int64{}
-	for _, e := range s.runs {
-		out[e.status()]++
+	out := make([]store.RunCount, 0, len(s.counts))
+	for k, n := range s.counts {
+		out = append(out, store.RunCount{WorkflowID: k.workflow, Status: k.status, N: n})
 	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b store.RunCount) int {
+		if a.WorkflowID != b.WorkflowID {
+			return strings.Compare(a.WorkflowID, b.WorkflowID)
+		}
+		return strings.Compare(a.Status, b.Status)
+	})
 	return out, nil
 }
 
