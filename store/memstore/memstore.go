@@ -26,7 +26,7 @@ type Store struct {
 	byInv  map[string]int64   // inv_ID -> seq
 	byKey  map[string][]int64 // key -> seqs, oldest first
 	replay map[string][]string
-	lmu    sync.Mutex // serialises ledger appends
+	lmu    sync.Mutex         // serialises ledger appends
 	counts map[countKey]int64 // runs by workflow and stored status, kept by every change
 }
 

@@ -15,12 +15,12 @@
 package storetest
 
 import (
-	"reflect"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
