@@ -190,6 +190,10 @@ func WholeDue(e *Event, patchBytes int64) bool {
 	return e.Seq <= 1 || e.Patch == nil || patchBytes+int64(len(e.Patch)) > WholeBound(len(e.Data))
 }
 
+// PageFull reports whether a page whose records' bodies add up to bytes
+// has reached MaxPageBytes, so that a list ends it there.
+func PageFull(bytes int) bool { return bytes >= MaxPageBytes }
+
 // WholeBound is how many patch bytes a run whose data has dataLen bytes
 // keeps between two whole events.
 func WholeBound(dataLen int) int64 {
@@ -399,9 +403,15 @@ type LedgerStore interface {
 	// LedgerRecord returns the record with that inv_ID, or ErrNotFound.
 	LedgerRecord(ctx context.Context, invID string) (LedgerRecord, error)
 
-	// LedgerHistory returns every record of key, oldest first (ErrNotFound
-	// when the key has none).
-	LedgerHistory(ctx context.Context, key string) ([]LedgerRecord, error)
+	// LedgerHistory returns the records of key with Seq > after, oldest
+	// first, at most limit (limit <= 0: no bound in count), ending early
+	// once their bodies reach MaxPageBytes (a page holds at least one
+	// record). ErrNotFound when the key has no record at all.
+	LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]LedgerRecord, error)
+
+	// LedgerHead returns the latest record of key, in one indexed lookup
+	// whatever the length of its history; ErrNotFound when it has none.
+	LedgerHead(ctx context.Context, key string) (LedgerRecord, error)
 
 	// LedgerRange returns the records with from <= Seq < to, in Seq order.
 	LedgerRange(ctx context.Context, from, to int64) ([]LedgerRecord, error)
@@ -410,7 +420,8 @@ type LedgerStore interface {
 	LedgerSize(ctx context.Context) (int64, error)
 
 	// LedgerLatest returns, for each key whose latest record has type typ,
-	// that latest record, ordered by key, for keys > after, up to limit.
+	// that latest record, ordered by key, for keys > after, up to limit,
+	// ending early once their bodies reach MaxPageBytes.
 	LedgerLatest(ctx context.Context, typ, after string, limit int) ([]LedgerRecord, error)
 
 	// ReplayedBy returns the inv_IDs of records whose ReplayOf is invID, in Seq order.

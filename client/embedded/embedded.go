@@ -215,11 +215,23 @@ func (l *Client) Events(ctx context.Context, runID string) (*client.EventLog, er
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
-	log, err := l.e.EventLog(ctx, r, 0, 0)
-	if err != nil {
-		return nil, fromProtocol(err)
+	// Page by page, as the HTTP client follows next_cursor.
+	var log *client.EventLog
+	for after := int64(0); ; {
+		page, err := l.e.EventLog(ctx, r, after, 1000)
+		if err != nil {
+			return nil, fromProtocol(err)
+		}
+		if log == nil {
+			log = page
+		} else {
+			log.Events = append(log.Events, page.Events...)
+		}
+		if len(page.Events) == 0 {
+			return log, nil
+		}
+		after = page.Events[len(page.Events)-1].ID
 	}
-	return log, nil
 }
 
 // Stream follows the run in-process, with the contract of

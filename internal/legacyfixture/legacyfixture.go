@@ -189,7 +189,7 @@ type Store interface {
 	ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error)
 	LedgerSize(ctx context.Context) (int64, error)
 	LedgerRecord(ctx context.Context, invID string) (store.LedgerRecord, error)
-	LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error)
+	LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error)
 	LedgerLatest(ctx context.Context, typ, after string, limit int) ([]store.LedgerRecord, error)
 }
 
@@ -273,7 +273,7 @@ func CheckStore(t *testing.T, s Store, m Manifest) {
 			t.Errorf("ledger record %s: body valid %v, timestamp %v, source %q", want.Role, json.Valid(r.Body), r.Timestamp, r.Source)
 		}
 	}
-	hist, err := s.LedgerHistory(ctx, m.Ledger.HistoryKey)
+	hist, err := s.LedgerHistory(ctx, m.Ledger.HistoryKey, 0, 0)
 	if err != nil || len(hist) != m.Ledger.HistoryVersions {
 		t.Errorf("LedgerHistory(%s): %d records, %v; want %d", m.Ledger.HistoryKey, len(hist), err, m.Ledger.HistoryVersions)
 	}

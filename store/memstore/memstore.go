@@ -505,18 +505,35 @@ func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRec
 }
 
 // LedgerHistory implements store.LedgerStore.
-func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error) {
+func (s *Store) LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	seqs := s.byKey[key]
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("memstore: key %s: %w", key, store.ErrNotFound)
 	}
-	out := make([]store.LedgerRecord, len(seqs))
-	for i, q := range seqs {
-		out[i] = s.ledger[q-1]
+	i, _ := slices.BinarySearch(seqs, after+1)
+	out := []store.LedgerRecord{}
+	size := 0
+	for _, q := range seqs[i:] {
+		r := s.ledger[q-1]
+		out = append(out, r)
+		if size += len(r.Body); store.PageFull(size) || (limit > 0 && len(out) >= limit) {
+			break
+		}
 	}
 	return out, nil
+}
+
+// LedgerHead implements store.LedgerStore.
+func (s *Store) LedgerHead(ctx context.Context, key string) (store.LedgerRecord, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seqs := s.byKey[key]
+	if len(seqs) == 0 {
+		return store.LedgerRecord{}, fmt.Errorf("memstore: key %s: %w", key, store.ErrNotFound)
+	}
+	return s.ledger[seqs[len(seqs)-1]-1], nil
 }
 
 // LedgerRange implements store.LedgerStore.
@@ -556,10 +573,14 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 	if limit > 0 && len(keys) > limit {
 		keys = keys[:limit]
 	}
-	out := make([]store.LedgerRecord, len(keys))
-	for i, k := range keys {
+	out := make([]store.LedgerRecord, 0, len(keys))
+	size := 0
+	for _, k := range keys {
 		seqs := s.byKey[k]
-		out[i] = s.ledger[seqs[len(seqs)-1]-1]
+		out = append(out, s.ledger[seqs[len(seqs)-1]-1])
+		if size += len(out[len(out)-1].Body); store.PageFull(size) {
+			break
+		}
 	}
 	return out, nil
 }
