@@ -149,6 +149,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) error {
 // holds more than one page.
 func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run, base string) bool {
 	replay := s.e.NewReplay(run.Def, base)
+	var buf []byte // one buffer for every line: a backlog of large frames makes no garbage per frame
 	for {
 		evs, err := s.e.Events(ctx, run.ID, sw.last, catchUpPage)
 		if err != nil {
@@ -165,9 +166,12 @@ func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run,
 				sw.json(streamEnd{ID: sw.last, End: "error", Hint: protocol.ErrorHint(err), RunID: run.ID})
 				return true
 			}
-			b, err := encoded.FrameLine(ev.Seq, f)
+			b, err := encoded.AppendFrameLine(buf[:0], ev.Seq, f)
 			if err != nil || !sw.line(b) {
 				return true
+			}
+			if cap(b) <= maxKeptLine {
+				buf = b
 			}
 			sw.last = ev.Seq
 			if protocol.Terminal(engine.StatusAfter(run.Def, ev)) {
@@ -179,6 +183,9 @@ func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run,
 
 // catchUpPage is how many events a resumed stream reads at a time.
 const catchUpPage = 100
+
+// maxKeptLine bounds the line buffer a replay keeps between frames.
+const maxKeptLine = 8 << 20
 
 // follow relays live messages until stop(status) holds for a written
 // frame, the client goes away, the subscriber is dropped, or the server
