@@ -65,6 +65,7 @@ var (
 	versions  = flag.Int("versions", 200, "versions of the large row")
 	loopFile  = flag.String("loop", "bench/loop-v1.yaml", "the loop workflow")
 	bigFile   = flag.String("bigrun", "bench/bigrun-v1.yaml", "the large-run workflow")
+	wrkDir    = flag.String("wrk-dir", "bench/wrk", "the wrk scripts (transition.lua); the load is generated with wrk when it is on PATH")
 )
 
 func main() {
@@ -362,11 +363,32 @@ func growth() error {
 	return nil
 }
 
-// load ticks each run of ids from its own connection for d; it returns
-// the rate, the median and 99th percentile latencies and the failures.
+var resultLine = regexp.MustCompile(`RESULT requests=\d+ duration_us=\d+ rps=([0-9.]+) p50_us=(\d+) p90_us=\d+ p99_us=(\d+) max_us=\d+ non2xx=(\d+) errors=(\d+)`)
+
+// load ticks the runs of ids from len(ids) connections for d (with wrk,
+// round-robin as bench/run's transition workload; else from a Go client,
+// each connection on its own run); it returns the rate, the median and
+// 99th percentile latencies and the failures.
 func load(url string, ids []string, d time.Duration) (float64, time.Duration, time.Duration, int64) {
 	if d <= 0 {
 		return 0, 0, 0, 0
+	}
+	if w, err := exec.LookPath("wrk"); err == nil {
+		cmd := exec.Command(w, "-t1", fmt.Sprintf("-c%d", len(ids)), fmt.Sprintf("-d%ds", max(1, int(d.Seconds()))), "--timeout", "10s",
+			"-s", filepath.Join(*wrkDir, "transition.lua"), url)
+		cmd.Env = append(os.Environ(), "RUN_IDS="+strings.Join(ids, ","), "BENCH_WRK_DIR="+*wrkDir)
+		out, err := cmd.CombinedOutput()
+		m := resultLine.FindStringSubmatch(string(out))
+		if err != nil || m == nil {
+			say("wrk failed: %v %s", err, out)
+			return 0, 0, 0, 1
+		}
+		rps, _ := strconv.ParseFloat(m[1], 64)
+		p50, _ := strconv.ParseInt(m[2], 10, 64)
+		p99, _ := strconv.ParseInt(m[3], 10, 64)
+		n1, _ := strconv.ParseInt(m[4], 10, 64)
+		n2, _ := strconv.ParseInt(m[5], 10, 64)
+		return rps, time.Duration(p50) * time.Microsecond, time.Duration(p99) * time.Microsecond, n1 + n2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

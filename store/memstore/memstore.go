@@ -4,6 +4,7 @@ package memstore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -28,6 +29,20 @@ type Store struct {
 	replay map[string][]string
 	lmu    sync.Mutex         // serialises ledger appends
 	counts map[countKey]int64 // runs by workflow and stored status, kept by every change
+	names  map[string]string  // workflow ids, states and statuses: one string each for all runs
+}
+
+// intern returns the one copy of name (a workflow id, a state, a status),
+// under mu held for writing. There are few of them, whatever the number
+// of runs.
+func (s *Store) intern(name string) string {
+	if n, ok := s.names[name]; ok {
+		return n
+	}
+	if len(s.names) < 1<<16 {
+		s.names[name] = name
+	}
+	return name
 }
 
 type countKey struct{ workflow, status string }
@@ -48,15 +63,84 @@ func (s *Store) count(wf, from, to string) {
 	}
 }
 
-// runEntry is one run: its event log and, only when it cannot be derived
-// from the log, its current value. A run's value is nearly always exactly
-// its last event's snapshot, seq and time plus its first event's time (the
-// engine commits them so), and storing it again doubled the memory of a
-// freshly created run. The run's id is its key in Store.runs.
+// runEntry is one run: its event log and its current value, both encoded
+// in byte slices (no pointers for the garbage collector to follow but the
+// slices'), so that the collector's work does not grow with the fields of
+// the runs stored. The run's id is its key in Store.runs.
 type runEntry struct {
-	wf  string
-	log eventLog
-	run *store.Run // the current value when derived() would differ from it
+	wf      string // shared by every run of the workflow (Store.names)
+	status  string // the stored status (one of a few, shared)
+	version int64
+	cur     []byte // the current value (appendRun)
+	log     eventLog
+}
+
+// appendRun encodes r's current value without what the entry knows (id,
+// workflow): its status first (read alone by status), then state, error,
+// version, times, milestones and data — the data as a flag 2 ("the latest
+// event's, which is whole") when shared is set.
+func appendRun(b []byte, r *store.Run, shared bool) []byte {
+	for _, s := range [...]string{r.Status, r.State, r.Error} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendVarint(b, r.Version)
+	for _, t := range [...]time.Time{r.CreatedAt, r.UpdatedAt} {
+		ev := newEvent(store.Event{Time: t}, true)
+		b = appendTime(b, ev.unix, ev.full)
+	}
+	b = appendStrings(b, r.Milestones)
+	switch {
+	case shared:
+		return append(b, 2)
+	case r.Data == nil:
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	return appendBytes(b, r.Data)
+}
+
+// current returns the value of run id; names interns its state names.
+func (e *runEntry) current(id string, names map[string]string) store.Run {
+	r := store.Run{ID: id, WorkflowID: e.wf, Version: e.version}
+	d := decoder{b: e.cur}
+	r.Status = e.status
+	d.bytes()
+	state := d.bytes()
+	if n, ok := names[string(state)]; ok {
+		r.State = n
+	} else {
+		r.State = string(state)
+	}
+	r.Error = d.string()
+	d.varint()
+	for _, t := range [...]*time.Time{&r.CreatedAt, &r.UpdatedAt} {
+		unix, full := d.time()
+		*t = (&event{unix: unix, full: full}).time()
+	}
+	r.Milestones = d.strings()
+	switch d.byte() {
+	case 1:
+		r.Data = d.bytes()
+	case 2:
+		r.Data, _ = e.log.lastData()
+	}
+	return r
+}
+
+// set makes r the run's current value.
+func (e *runEntry) set(r store.Run, s *Store) {
+	shared := false
+	if data, ok := e.log.lastData(); ok && r.Data != nil && string(data) == string(r.Data) {
+		shared = true // the latest event holds the same data: keep it once
+	}
+	n := 64 + len(r.State) + len(r.Status) + len(r.Error)
+	if !shared {
+		n += len(r.Data)
+	}
+	e.cur = appendRun(make([]byte, 0, n), &r, shared)
+	e.version = r.Version
+	e.status = s.intern(r.Status)
+	s.intern(r.State)
 }
 
 // event is a store.Event without what its run's entry already knows: the
@@ -117,56 +201,6 @@ func (e *event) public(runID string, seq int64) store.Event {
 	return ev
 }
 
-// current returns the value of run id.
-func (e *runEntry) current(id string) store.Run {
-	if e.run != nil {
-		return *e.run
-	}
-	return e.derived(id)
-}
-
-// derived is the value of run id as its event log tells it.
-func (e *runEntry) derived(id string) store.Run {
-	last := &e.log.last
-	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(e.log.len()), CreatedAt: e.log.firstTime(), UpdatedAt: last.time()}
-}
-
-// set makes r the run's current value, kept explicitly only when the log
-// does not already say exactly r.
-func (e *runEntry) set(r store.Run) {
-	if sameRun(r, e.derived(r.ID)) {
-		e.run = nil
-		return
-	}
-	explicit := r // only this copy escapes, not every r
-	e.run = &explicit
-}
-
-func (e *runEntry) version() int64 {
-	if e.run != nil {
-		return e.run.Version
-	}
-	return int64(e.log.len())
-}
-
-func (e *runEntry) status() string {
-	if e.run != nil {
-		return e.run.Status
-	}
-	return e.log.last.snap.Status
-}
-
-// sameRun reports whether a and b are exactly equal: equal strings, times
-// equal with ==, and byte and string slices with equal content and equal
-// nil-ness.
-func sameRun(a, b store.Run) bool {
-	return a.ID == b.ID && a.WorkflowID == b.WorkflowID && a.Version == b.Version &&
-		a.CreatedAt == b.CreatedAt && a.UpdatedAt == b.UpdatedAt &&
-		a.State == b.State && a.Status == b.Status && a.Error == b.Error &&
-		(a.Data == nil) == (b.Data == nil) && string(a.Data) == string(b.Data) &&
-		(a.Milestones == nil) == (b.Milestones == nil) && slices.Equal(a.Milestones, b.Milestones)
-}
-
 var _ store.Store = (*Store)(nil)
 
 // New returns an empty store.
@@ -178,6 +212,7 @@ func New() *Store {
 		byKey:  map[string][]int64{},
 		replay: map[string][]string{},
 		counts: map[countKey]int64{},
+		names:  map[string]string{},
 	}
 }
 
@@ -194,9 +229,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if _, ok := s.runs[c.Run.ID]; ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
 	}
-	e := &runEntry{wf: c.Run.WorkflowID}
+	e := &runEntry{wf: s.intern(c.Run.WorkflowID)}
 	_ = e.log.append(newEvent(c.Event, true)) // the first never fails
-	e.set(c.Run)
+	e.set(c.Run, s)
 	s.runs[c.Run.ID] = e
 	s.count(e.wf, "-", c.Run.Status)
 	s.applyTasks(c)
@@ -247,7 +282,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	if !ok {
 		return store.Run{}, fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
-	return e.current(id), nil
+	return e.current(id, s.names), nil
 }
 
 // CommitRun implements store.RunStore. The commit is applied before
@@ -269,15 +304,15 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
-	if v := e.version(); v != expected {
+	if v := e.version; v != expected {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
 	}
-	was := e.status()
+	was := e.status
 	if err := e.log.append(newEvent(c.Event, store.WholeDue(&c.Event, e.log.patchBytes))); err != nil {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, err)
 	}
 	s.count(e.wf, was, c.Run.Status)
-	e.set(c.Run)
+	e.set(c.Run, s)
 	s.applyTasks(c)
 	return nil
 }
@@ -319,7 +354,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	s.mu.RLock()
 	var out []store.Run
 	for id, e := range s.runs {
-		r := e.current(id)
+		r := e.current(id, s.names)
 		if !r.UpdatedAt.Before(before) {
 			continue
 		}
@@ -351,10 +386,10 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
-	if v := e.version(); v != version {
+	if v := e.version; v != version {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
 	}
-	s.count(e.wf, e.status(), "-")
+	s.count(e.wf, e.status, "-")
 	delete(s.runs, id)
 	for tid, t := range s.tasks {
 		if t.RunID == id {
