@@ -40,11 +40,11 @@
 // AppendLedger that reaches them, so a checkpoint never names a record the
 // ledger lacks.
 //
-// Run lists and per-status and per-workflow counters: RunStore. Lists page
-// by cursor and limit as StaleRuns does; counters are kept by CreateRun,
-// CommitRun and DeleteRun in the transaction of the change they count,
-// instead of CountRuns' scan. The depth of the task queue stays with
-// TaskStore (PendingTasks).
+// Run lists: RunStore, paged by cursor and limit as StaleRuns does, each
+// page bounded in bytes too (MaxPageBytes). The per-status and
+// per-workflow counters (CountRuns) are kept by CreateRun, CommitRun and
+// DeleteRun in the transaction of the change they count. The depth of the
+// task queue stays with TaskStore (PendingTasks).
 //
 // # Committing
 //
