@@ -278,6 +278,13 @@ func dbUsed(path string) (int64, error) {
 	return (pages - free) * size, nil
 }
 
+// removeDB removes a database file and the files beside it.
+func removeDB(db string) {
+	for _, p := range []string{db, db + "-wal", db + "-shm", db + "-lock", db + ".key", db + ".key.pub"} {
+		os.Remove(p)
+	}
+}
+
 func dbSize(path string) int64 {
 	var n int64
 	for _, p := range []string{path, path + "-wal"} {
@@ -317,7 +324,9 @@ func growth() error {
 			preload := n
 			if target == "sqlite" {
 				db = filepath.Join(*tmp, fmt.Sprintf("asmp-growth-%d.db", n))
-				if fi, err := os.Stat(db); err == nil && fi.Size() > 0 {
+				if n == 0 {
+					removeDB(db) // the empty store is always a new one
+				} else if fi, err := os.Stat(db); err == nil && fi.Size() > 0 {
 					preload = 0 // built by an earlier run: reused
 					say("sqlite: reusing %s", db)
 				}
@@ -443,11 +452,7 @@ func load(url string, ids []string, d time.Duration) (float64, time.Duration, ti
 func bigrun() error {
 	size := int(*dataMB * 1e6)
 	db := filepath.Join(*tmp, fmt.Sprintf("asmp-bigrun-%d.db", os.Getpid()))
-	defer func() {
-		for _, p := range []string{db, db + "-wal", db + "-shm", db + "-lock", db + ".key", db + ".key.pub"} {
-			os.Remove(p)
-		}
-	}()
+	defer removeDB(db)
 	maxBody := strconv.Itoa(size + 1<<20)
 	// 1. The run with its data, alone: the database after a clean shutdown.
 	s, err := startServer(db, "--max-body", maxBody, *bigFile)
