@@ -92,3 +92,40 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// A run's current value comes back exactly as committed, whether or not
+// it matches its latest event: times with their zone, nil and empty
+// milestones, data shared with a whole event or kept apart.
+func TestCurrentValueRoundTrip(t *testing.T) {
+	s := New()
+	paris := time.FixedZone("CET", 3600)
+	c := store.Commit{
+		Run: store.Run{ID: "r", WorkflowID: "wf", Version: 1, CreatedAt: time.Unix(1700000000, 5).In(paris), UpdatedAt: time.Unix(1700000001, 0).UTC(),
+			Snapshot: store.Snapshot{State: "A", Status: "processing", Data: json.RawMessage(`{"a":1}`), Milestones: []string{}, Error: "e"}},
+		Event: store.Event{RunID: "r", Seq: 1, Time: time.Unix(1700000000, 5).UTC(), Kind: "created", Snapshot: store.Snapshot{State: "A", Data: json.RawMessage(`{"a":1}`)}},
+	}
+	if err := s.CreateRun(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetRun(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := c.Run
+	if !got.CreatedAt.Equal(want.CreatedAt) || got.CreatedAt.Location().String() != "CET" {
+		t.Fatalf("created at %v, want %v", got.CreatedAt, want.CreatedAt)
+	}
+	got.CreatedAt, want.CreatedAt = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("GetRun:\n got %#v\nwant %#v", got, want)
+	}
+	next := want
+	next.Version, next.Data, next.Milestones, next.Status = 2, json.RawMessage(`{"a":2}`), nil, ""
+	ev := store.Event{RunID: "r", Seq: 2, Kind: "transition", Patch: json.RawMessage(`{"a":2}`), Snapshot: next.Snapshot}
+	if err := s.CommitRun(t.Context(), 1, store.Commit{Run: next, Event: ev}).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.GetRun(t.Context(), "r"); !reflect.DeepEqual(got, next) {
+		t.Fatalf("after a delta:\n got %#v\nwant %#v", got, next)
+	}
+}
