@@ -310,6 +310,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 // where new is old with the keys of expects and of set written, or nil
 // when no merge patch expresses it (a value that is or holds null).
 func dataPatch[E, S any](old, new map[string]any, expects map[string]E, set map[string]S) json.RawMessage {
+	if len(expects) == 0 && len(set) == 0 {
+		return noChange
+	}
 	patch := make(map[string]any, len(expects)+len(set))
 	add := func(k string) bool {
 		if _, done := patch[k]; done {
@@ -335,6 +338,10 @@ func dataPatch[E, S any](old, new map[string]any, expects map[string]E, set map[
 	}
 	return b
 }
+
+// noChange is the merge patch of a transition that writes no data (shared:
+// patches are never modified).
+var noChange = json.RawMessage(`{}`)
 
 // diffValue returns the merge patch member that turns old into new, and
 // whether there is one.
