@@ -24,7 +24,7 @@ func TestDataPatch(t *testing.T) {
 		ok       bool
 	}{
 		{`{"a":1,"b":{"x":1,"y":2}}`, `{"a":1,"b":{"x":3}}`, []string{"b"}, true}, // a nested key removed
-		{`{"a":1}`, `{"a":1,"c":[null,{"k":null}]}`, []string{"c"}, true},           // nulls inside arrays are fine
+		{`{"a":1}`, `{"a":1,"c":[null,{"k":null}]}`, []string{"c"}, true},         // nulls inside arrays are fine
 		{`{"a":{"q":1}}`, `{"a":"s"}`, []string{"a"}, true},
 		{`{"a":1}`, `{"a":null}`, []string{"a"}, false}, // null cannot be set by a merge patch
 		{`{"a":1}`, `{"a":{"n":null}}`, []string{"a"}, false},
