@@ -5,6 +5,7 @@
 //
 //	growth   TARGET RUNS CONNS rps p50_us p99_us errors   transitions on a server holding RUNS runs
 //	metrics  TARGET RUNS median_us                        GET /metrics on that server
+//	loadavg  growth_start|growth_end LOAD1                the machine's load around the growth table
 //	bigrun   NAME VALUE                                   the 1 MB run and the 200-version row
 //
 // Usage:
@@ -318,6 +319,16 @@ func growth() error {
 	if err != nil {
 		return err
 	}
+	loadavg := func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return "0"
+		}
+		return f[0]
+	}
+	defer func() { fmt.Printf("loadavg\tgrowth_end\t%s\n", loadavg()) }()
+	fmt.Printf("loadavg\tgrowth_start\t%s\n", loadavg())
 	for _, target := range strings.Split(*targets, ",") {
 		for _, n := range ns {
 			db := ":memory:"

@@ -127,7 +127,7 @@ func load(path string) (*results, error) {
 				r.memKeys = append(r.memKeys, fs[1])
 			}
 			r.mem[fs[1]] = kv(fs[2])
-		case "growth", "metrics", "bigrun":
+		case "growth", "metrics", "bigrun", "loadavg":
 			r.addBounded(fs)
 		case "gobench":
 			pkg := fs[1]
