@@ -121,7 +121,7 @@ func (s *Store) LedgerHistory(ctx context.Context, key string, after int64, limi
 
 // LedgerHead implements store.LedgerStore.
 func (s *Store) LedgerHead(ctx context.Context, key string) (store.LedgerRecord, error) {
-	r, err := scanRecord(s.queryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = ?)`, key))
+	r, err := scanRecord(s.queryRow(ctx, headQuery, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("sqlite: key %s: %w", key, store.ErrNotFound)
 	}

@@ -275,7 +275,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 // page (store.EventFold).
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	var from sql.NullInt64
-	if err := s.queryRow(ctx, `SELECT MAX(seq) FROM events WHERE run_id = ? AND seq <= ? AND data != ''`, runID, max(after, 0)+1).Scan(&from); err != nil {
+	if err := s.queryRow(ctx, wholeQuery, runID, max(after, 0)+1).Scan(&from); err != nil {
 		return nil, fmt.Errorf("sqlite: events: %w", err)
 	}
 	out := []store.Event{}
@@ -297,6 +297,15 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	}
 	return out, nil
 }
+
+// wholeQuery finds the last whole event at or before a seq. It repeats the
+// events_whole index's condition (data != '') so that SQLite uses that
+// partial index for a parameter; INDEXED BY keeps it from walking the
+// primary key back through every delta instead.
+const wholeQuery = `SELECT MAX(seq) FROM events INDEXED BY events_whole WHERE run_id = ? AND seq <= ? AND data != ''`
+
+// headQuery reads a key's latest record through ledger_heads.
+const headQuery = `SELECT ` + ledgerCols + ` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = ?)`
 
 func (s *Store) foldEvents(ctx context.Context, runID string, from, after int64, limit int) ([]store.Event, error) {
 	n := int64(-1)
