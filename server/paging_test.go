@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -123,5 +124,38 @@ func TestStreamBacklogPaged(t *testing.T) {
 		if l <= 0 || l > 100 {
 			t.Fatalf("the backlog was read with limit %d: %v", l, ps.limits)
 		}
+	}
+}
+
+// /metrics counts runs by workflow and status as they are created, change
+// and are pruned.
+func TestMetricsRunCountsFollowChanges(t *testing.T) {
+	e := start(t, setup{})
+	count := func(labels string) string {
+		t.Helper()
+		for _, l := range strings.Split(string(e.do("GET", "/metrics", nil).body), "\n") {
+			if strings.HasPrefix(l, "asmp_runs{"+labels+"}") {
+				return strings.TrimPrefix(l, "asmp_runs{"+labels+"} ")
+			}
+		}
+		return "absent"
+	}
+	wizard := `status="derived",workflow="config-wizard-v1"`
+	done := e.startRun("").RunID
+	e.startRun("")
+	if got := count(wizard); got != "2" {
+		t.Fatalf("after two runs: %s", got)
+	}
+	for _, a := range []struct {
+		action string
+		body   any
+	}{{"start", nil}, {"save", map[string]any{"value": "v"}}, {"confirm", nil}} {
+		frame(t, e.fire(done, a.action, a.body), 200)
+	}
+	if n, err := e.eng.Prune(context.Background(), time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if got := count(wizard); got != "1" {
+		t.Fatalf("after pruning the completed run: %s", got)
 	}
 }
