@@ -299,7 +299,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 }
 
 // wholeQuery finds the last whole event at or before a seq. It repeats the
-// events_whole index's condition (data != ”) so that SQLite uses that
+// events_whole index's condition (non-empty data) so that SQLite uses that
 // partial index for a parameter; INDEXED BY keeps it from walking the
 // primary key back through every delta instead.
 const wholeQuery = `SELECT MAX(seq) FROM events INDEXED BY events_whole WHERE run_id = ? AND seq <= ? AND data != ''`
