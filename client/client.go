@@ -437,21 +437,39 @@ func (c *Client) Resource(ctx context.Context, runID, path string) (*Content, er
 	return &Content{Body: r.body, MimeType: r.header.Get("Content-Type")}, nil
 }
 
-// Events returns the run's history (GET /runs/{id}/events).
+// Events returns the run's whole history (GET /runs/{id}/events),
+// following next_cursor from page to page.
 func (c *Client) Events(ctx context.Context, runID string) (*EventLog, error) {
 	p, err := c.runPath(runID, "events")
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.do(ctx, http.MethodGet, p, nil, nil)
-	if err != nil {
-		return nil, err
+	var log *EventLog
+	cursor := ""
+	for {
+		path := p + "?limit=1000"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r, err := c.do(ctx, http.MethodGet, path, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		var page EventLog
+		if err := decodeInto(r, &page, "event log"); err != nil {
+			return nil, err
+		}
+		if log == nil {
+			log = &page
+		} else {
+			log.Events = append(log.Events, page.Events...)
+		}
+		if page.NextCursor == nil || *page.NextCursor == cursor {
+			log.NextCursor = nil
+			return log, nil
+		}
+		cursor = *page.NextCursor
 	}
-	var log EventLog
-	if err := decodeInto(r, &log, "event log"); err != nil {
-		return nil, err
-	}
-	return &log, nil
 }
 
 // MigrateRequest is the body of POST /workflows/{id}/migrate.

@@ -125,15 +125,33 @@ func (c *Client) History(ctx context.Context, key string) (*wire.History, error)
 	if key == "" {
 		return nil, &Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "No key given."}
 	}
-	r, err := c.do(ctx, http.MethodGet, c.apiURL("dispatch", url.Values{"key": {key}, "history": {"true"}}), nil, nil)
-	if err != nil {
-		return nil, err
+	// Page by page, following next_cursor.
+	var h *wire.History
+	cursor := ""
+	for {
+		q := url.Values{"key": {key}, "history": {"true"}, "limit": {"1000"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		r, err := c.do(ctx, http.MethodGet, c.apiURL("dispatch", q), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		var page wire.History
+		if err := decodeInto(r, &page, "history"); err != nil {
+			return nil, err
+		}
+		if h == nil {
+			h = &page
+		} else {
+			h.Records = append(h.Records, page.Records...)
+		}
+		if page.NextCursor == nil || *page.NextCursor == cursor {
+			h.NextCursor = nil
+			return h, nil
+		}
+		cursor = *page.NextCursor
 	}
-	var h wire.History
-	if err := decodeInto(r, &h, "history"); err != nil {
-		return nil, err
-	}
-	return &h, nil
 }
 
 // DirectoryOptions page the directory. A nil *DirectoryOptions means the

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	neturl "net/url"
 	"strings"
 
@@ -13,22 +15,86 @@ import (
 // Frame builds the State Frame of r. base is the API base URL the client
 // used (no trailing slash); every href in the frame is absolute under it.
 func (e *Engine) Frame(r *Run, base string) protocol.Frame {
-	return e.frameOf(r.Def, r.ID, r.Snapshot, r.Data, base)
+	return e.frameOf(r.Def, r.ID, r.Snapshot, r.Data, nil, base)
 }
 
-// EventFrame builds the frame a run showed right after event ev.
+// EventFrame builds the frame a run showed right after event ev, which
+// must carry its data (a published event, or the first of a page of
+// Events; Replay folds the others).
 func (e *Engine) EventFrame(def *workflow.Definition, ev *store.Event, base string) (protocol.Frame, error) {
+	if ev.Data == nil && ev.Patch != nil {
+		return protocol.Frame{}, internal("an event without its data has no frame of its own", errors.New("delta event"))
+	}
 	data, err := decodeData(ev.Data)
 	if err != nil {
 		return protocol.Frame{}, internal("stored event data is not a JSON object", err)
 	}
-	return e.frameOf(def, ev.RunID, ev.Snapshot, data, base), nil
+	return e.frameOf(def, ev.RunID, ev.Snapshot, data, ev.Offered, base), nil
 }
 
-func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, base string) protocol.Frame {
+// Replay builds the frames of a run's events, read in seq order from
+// Events (pages one after the other), folding each event's data patch
+// into the data of the event before it. It keeps one version of the data.
+type Replay struct {
+	e    *Engine
+	def  *workflow.Definition
+	base string
+	data map[string]any
+	seq  int64
+}
+
+// NewReplay starts a replay of a run of workflow def, with hrefs under base.
+func (e *Engine) NewReplay(def *workflow.Definition, base string) *Replay {
+	return &Replay{e: e, def: def, base: base}
+}
+
+// Follow makes def the definition of the frames from the next event on:
+// a replay follows the versions the run had (engine.FollowVersion).
+func (p *Replay) Follow(def *workflow.Definition) { p.def = def }
+
+// Frame returns the frame the run showed right after ev, the event after
+// the one given last (or the first of a page, which carries its data).
+func (p *Replay) Frame(ev *store.Event) (protocol.Frame, error) {
+	switch {
+	case ev.Data != nil:
+		data, err := decodeData(ev.Data)
+		if err != nil {
+			return protocol.Frame{}, internal("stored event data is not a JSON object", err)
+		}
+		p.data = data
+	case p.data == nil || ev.Seq != p.seq+1:
+		return protocol.Frame{}, internal("replaying events out of order", fmt.Errorf("event %d after %d", ev.Seq, p.seq))
+	default:
+		patch, err := protocol.DecodeValue(ev.Patch, 0)
+		if err != nil {
+			return protocol.Frame{}, internal("stored event patch is not JSON", err)
+		}
+		data, ok := store.MergeValue(p.data, patch).(map[string]any)
+		if !ok {
+			return protocol.Frame{}, internal("stored event patch is not an object", errors.New(string(ev.Patch)))
+		}
+		p.data = data
+	}
+	p.seq = ev.Seq
+	return p.e.frameOf(p.def, ev.RunID, ev.Snapshot, p.data, ev.Offered, p.base), nil
+}
+
+// frameOf builds a frame. offered names the actions to show (recorded at
+// commit time), or is nil to compute them now.
+func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, names []string, base string) protocol.Frame {
 	r := &Run{Run: store.Run{ID: runID, WorkflowID: def.ID, Snapshot: snap}, Def: def, Data: data}
 	st := r.StateDef()
-	offered := e.Offered(r)
+	var offered []*workflow.Transition
+	if names == nil {
+		offered = e.Offered(r)
+	} else {
+		offered = make([]*workflow.Transition, 0, len(names))
+		for _, a := range names {
+			if t, ok := def.Transition(snap.State, a); ok {
+				offered = append(offered, t)
+			}
+		}
+	}
 	// Every URL of the frame starts with runURL: build them all in one
 	// string and slice it, one allocation instead of one per URL.
 	runLen := len(base) + len("/runs/") + len(runID)

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 )
 
@@ -94,16 +96,40 @@ func (e *Engine) deliver(ctx context.Context, runID string) {
 		}
 		after = r.Version - 1
 	}
-	evs, err := e.store.Events(ctx, runID, after, 0)
-	if err != nil {
-		e.log.Warn("reading events of another replica's commit failed", "run", runID, "err", err)
-		return
-	}
 	r, err := e.store.GetRun(ctx, runID)
 	if err != nil {
 		return
 	}
-	for _, ev := range evs {
-		e.publishEvent(r.WorkflowID, ev, false)
+	var data any // the data of the last event read, decoded
+	for {
+		evs, err := e.store.Events(ctx, runID, after, 0)
+		if err != nil {
+			e.log.Warn("reading events of another replica's commit failed", "run", runID, "err", err)
+			return
+		}
+		if len(evs) == 0 {
+			return
+		}
+		for _, ev := range evs {
+			// Published events carry their data: fold the deltas.
+			if ev.Data != nil {
+				if data, err = protocol.DecodeValue(ev.Data, 0); err != nil {
+					e.log.Warn("stored event data is not JSON", "run", runID, "seq", ev.Seq, "err", err)
+					return
+				}
+			} else {
+				patch, err := protocol.DecodeValue(ev.Patch, 0)
+				if err != nil {
+					e.log.Warn("stored event patch is not JSON", "run", runID, "seq", ev.Seq, "err", err)
+					return
+				}
+				data = store.MergeValue(data, patch)
+				if ev.Data, err = json.Marshal(data); err != nil {
+					return
+				}
+			}
+			e.publishEvent(r.WorkflowID, ev, false)
+			after = ev.Seq
+		}
 	}
 }

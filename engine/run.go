@@ -84,6 +84,7 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 		c.Event.Snapshot = c.Run.Snapshot
 		c.Enqueue = e.newTask(run.ID, def.InitialState, 1, now)
 	}
+	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: def, Data: data}))
 	if err := e.store.CreateRun(ctx, c); err != nil {
 		return nil, internal("could not store the new run", err)
 	}
@@ -326,7 +327,72 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 		c.Enqueue = e.newTask(r.ID, t.To, next.Version, now)
 	}
 	c.Event.Snapshot = c.Run.Snapshot
+	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: r.Def, Data: data}))
+	if c.Event.Patch = dataPatch(r.Data, data, t.Expects, o.set); c.Event.Patch != nil && to.Milestone != "" {
+		c.Event.Added = []string{to.Milestone}
+	}
 	return c, nil
+}
+
+// dataPatch returns the merge patch (RFC 7386) that turns old into new,
+// where new is old with the keys of expects and of set written, or nil
+// when no merge patch expresses it (a value that is or holds null).
+func dataPatch[E, S any](old, new map[string]any, expects map[string]E, set map[string]S) json.RawMessage {
+	if len(expects) == 0 && len(set) == 0 {
+		return noChange
+	}
+	patch := make(map[string]any, len(expects)+len(set))
+	add := func(k string) bool {
+		if _, done := patch[k]; done {
+			return true
+		}
+		v, ok := diffValue(old[k], new[k])
+		patch[k] = v
+		return ok
+	}
+	for k := range expects {
+		if !add(k) {
+			return nil
+		}
+	}
+	for k := range set {
+		if !add(k) {
+			return nil
+		}
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// noChange is the merge patch of a transition that writes no data (shared:
+// patches are never modified).
+var noChange = json.RawMessage(`{}`)
+
+// diffValue returns the merge patch member that turns old into new, and
+// whether there is one.
+func diffValue(old, new any) (any, bool) {
+	o, ok1 := old.(map[string]any)
+	n, ok2 := new.(map[string]any)
+	if !ok1 || !ok2 {
+		return new, store.Expressible(new)
+	}
+	out := make(map[string]any, len(n))
+	for k := range o {
+		if _, kept := n[k]; !kept {
+			out[k] = nil
+		}
+	}
+	for k, v := range n {
+		d, ok := diffValue(o[k], v)
+		if !ok {
+			return nil, false
+		}
+		out[k] = d
+	}
+	return out, true
 }
 
 func notOffered(r *Run, action string, offered []*workflow.Transition) error {

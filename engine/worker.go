@@ -368,8 +368,9 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 		next.Snapshot.Status = protocol.StatusFailed
 		next.Snapshot.Error = failureReason(r.State, cause)
 		c := store.Commit{
-			Run:      next,
-			Event:    store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventFailed, From: r.State, To: r.State, Actor: "task", Snapshot: next.Snapshot},
+			Run: next,
+			Event: store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventFailed, From: r.State, To: r.State, Actor: "task",
+				Reason: next.Snapshot.Error, Offered: []string{}, Patch: json.RawMessage(`{}`), Snapshot: next.Snapshot},
 			Complete: t.ID,
 		}
 		err = e.store.CommitRun(ctx, r.Version, c).Wait()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/paging"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -109,11 +110,23 @@ func (s *Service) getDispatch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if history {
-			recs, err := s.History(r.Context(), key)
+			p, err := historyList.Parse(q)
 			if err != nil {
 				return err
 			}
-			httpx.WriteJSON(w, http.StatusOK, History{Key: key, Records: recs})
+			after, err := paging.Seq(p.After, "after")
+			if err != nil {
+				return err
+			}
+			recs, more, err := s.History(r.Context(), key, after, p.Limit)
+			if err != nil {
+				return err
+			}
+			h := History{Key: key, Records: recs}
+			if len(recs) > 0 {
+				h.NextCursor = historyList.Next(strconv.FormatInt(recs[len(recs)-1].Seq, 10), more)
+			}
+			httpx.WriteJSON(w, http.StatusOK, h)
 			return nil
 		}
 		rec, err := s.Latest(r.Context(), key)
@@ -127,20 +140,20 @@ func (s *Service) getDispatch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// historyList pages a key's history (after=SEQ still accepted).
+var historyList = paging.List{Name: "history", Default: 100, Max: 1000, After: "after"}
+
 func (s *Service) getDirectory(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	limit := 0
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 {
-			return invalidf("limit", "limit must be a positive integer (at most %d), not %q.", s.maxPage, protocol.Truncate(l, 20))
-		}
-		limit = n
-	}
-	page, err := s.Directory(r.Context(), q.Get("after"), limit)
+	list := paging.List{Name: "directory", Default: s.maxPage, Max: s.maxPage, After: "after"}
+	p, err := list.Parse(r.URL.Query())
 	if err != nil {
 		return err
 	}
+	page, err := s.Directory(r.Context(), p.After, p.Limit)
+	if err != nil {
+		return err
+	}
+	page.NextCursor = list.Next(page.Next, page.Next != "")
 	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil
 }

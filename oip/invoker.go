@@ -214,17 +214,20 @@ func (iv *Invoker) rowInput(rowRec store.LedgerRecord, data map[string]any) (map
 // earlier attempt of the task that reached the ledger, or "".
 func (iv *Invoker) previousAttempt(ctx context.Context, call engine.RowCall) (string, error) {
 	for a := call.Attempt - 1; a >= 1 && a >= call.Attempt-64; a-- {
-		srs, err := iv.s.st.LedgerHistory(ctx, taskKey(call.TaskID, call.RunID, a))
+		// An attempt's key holds its invocation, then perhaps its result:
+		// the latest record names the invocation either way.
+		head, err := iv.s.st.LedgerHead(ctx, taskKey(call.TaskID, call.RunID, a))
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("oip: read the task's attempt %d: %w", a, err)
 		}
-		for i := len(srs) - 1; i >= 0; i-- {
-			if srs[i].Type == TypeInvocation {
-				return srs[i].InvID, nil
-			}
+		switch {
+		case head.Type == TypeInvocation:
+			return head.InvID, nil
+		case head.ResultOf != "":
+			return head.ResultOf, nil
 		}
 	}
 	return "", nil
@@ -294,18 +297,18 @@ func (s *Service) EnsureRow(ctx context.Context, key string, body json.RawMessag
 	if err != nil {
 		return Receipt{}, false, invalidf("body", "The row cannot be canonicalised (RFC 8785): %s.", protocol.Truncate(err.Error(), 200))
 	}
-	srs, err := s.st.LedgerHistory(ctx, key)
+	latest, err := s.st.LedgerHead(ctx, key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return Receipt{}, false, fmt.Errorf("oip: read row %s: %w", key, err)
 	}
-	if n := len(srs); n > 0 && srs[n-1].Type == TypeDirectoryRow {
-		if have, err := jcs.Transform(srs[n-1].Body); err == nil && bytes.Equal(have, want) {
+	if err == nil && latest.Type == TypeDirectoryRow {
+		if have, err := jcs.Transform(latest.Body); err == nil && bytes.Equal(have, want) {
 			// Unchanged, and kept only if workflows may run it: else the
 			// same content is dispatched again, with ctx's authority.
-			if ok, _, err := s.mayRunForWorkflow(ctx, srs[n-1]); err != nil {
+			if ok, _, err := s.mayRunForWorkflow(ctx, latest); err != nil {
 				return Receipt{}, false, err
 			} else if ok {
-				return receiptOf(fromStore(srs[n-1])), false, nil
+				return receiptOf(fromStore(latest)), false, nil
 			}
 		}
 	}

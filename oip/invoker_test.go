@@ -72,7 +72,7 @@ func TestInvokerTool(t *testing.T) {
 		}
 	}
 	// Recorded as the caller, attempt then result.
-	h, err := svc.History(ctx, tr.Key)
+	h, _, err := svc.History(ctx, tr.Key, 0, 0)
 	if err != nil || len(h) != 2 || h[0].Source != "alice" || h[1].InvID != tr.InvID || h[1].ResultOf != h[0].InvID {
 		t.Fatalf("history %+v %v", h, err)
 	}
@@ -139,7 +139,7 @@ func TestInvokerTaskAttemptsReplay(t *testing.T) {
 		t.Fatalf("progress %q", progress)
 	}
 	mu.Unlock()
-	h1, _ := svc.History(ctx, first.Key)
+	h1, _, _ := svc.History(ctx, first.Key, 0, 0)
 	if h1[0].Source != oip.TaskActor || !strings.Contains(string(h1[0].Body), `"input":{"n":false,"words":["a","b"]}`) {
 		t.Fatalf("attempt record %s source %s", h1[0].Body, h1[0].Source)
 	}
@@ -152,13 +152,13 @@ func TestInvokerTaskAttemptsReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := res.(oip.ToolResult)
-	h2, _ := svc.History(ctx, second.Key)
+	h2, _, _ := svc.History(ctx, second.Key, 0, 0)
 	if second.Key != "task:run1.3:2" || h2[0].ReplayOf != h1[0].InvID {
 		t.Fatalf("attempt 2: %+v replay_of %q want %q", second, h2[0].ReplayOf, h1[0].InvID)
 	}
 	call.Attempt = 4
 	res, _, _, _ = iv.InvokeRow(ctx, call)
-	h4, _ := svc.History(ctx, res.(oip.ToolResult).Key)
+	h4, _, _ := svc.History(ctx, res.(oip.ToolResult).Key, 0, 0)
 	if h4[0].ReplayOf != h2[0].InvID {
 		t.Fatalf("attempt 4 replays %q, want %q", h4[0].ReplayOf, h2[0].InvID)
 	}
@@ -213,7 +213,7 @@ func TestEnsureRow(t *testing.T) {
 	if err != nil || !did || rc3.Supersedes != rc.InvID {
 		t.Fatalf("changed: %v %+v %v", did, rc3, err)
 	}
-	if h, _ := svc.History(ctx, "date"); len(h) != 2 {
+	if h, _, _ := svc.History(ctx, "date", 0, 0); len(h) != 2 {
 		t.Fatalf("history %d", len(h))
 	}
 	for _, bad := range []string{`{"command":"date"}`, `{"type":"invocation","object_key":"date"}`, `[]`, `{"type":"directory_row"}`} {

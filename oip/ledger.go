@@ -506,40 +506,56 @@ func (s *Service) withReplays(ctx context.Context, r Record) (Record, error) {
 	return r, nil
 }
 
-// History returns every record of key, oldest first, each with
-// replayed_by.
-func (s *Service) History(ctx context.Context, key string) ([]Record, error) {
-	srs, err := s.history(ctx, key)
+// History returns the records of key after seq after, oldest first, each
+// with replayed_by: at most limit (0: the page bound only), and fewer once
+// their bodies reach store.MaxPageBytes. more reports whether records
+// follow the page (read on after its last seq). ENotFound for a key with
+// no record.
+func (s *Service) History(ctx context.Context, key string, after int64, limit int) (recs []Record, more bool, err error) {
+	ask := limit
+	if ask > 0 {
+		ask++ // one more tells whether the page is the last
+	}
+	srs, err := s.st.LedgerHistory(ctx, key, after, ask)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", protocol.Truncate(key, 140))
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, fmt.Errorf("oip: read history: %w", err)
+	}
+	if limit > 0 && len(srs) > limit {
+		srs, more = srs[:limit], true
+	}
+	size := 0
+	for i, sr := range srs {
+		if size += len(sr.Body); store.PageFull(size) && i < len(srs)-1 {
+			srs, more = srs[:i+1], true
+			break
+		}
+	}
+	if store.PageFull(size) {
+		more = true // the store may have ended the page early
 	}
 	out := make([]Record, len(srs))
 	for i, sr := range srs {
 		if out[i], err = s.withReplays(ctx, fromStore(sr)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return out, nil
+	return out, more, nil
 }
 
-func (s *Service) history(ctx context.Context, key string) ([]store.LedgerRecord, error) {
-	srs, err := s.st.LedgerHistory(ctx, key)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && len(srs) == 0) {
-		return nil, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", protocol.Truncate(key, 140))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("oip: read history: %w", err)
-	}
-	return srs, nil
-}
-
-// Latest returns the latest record of key, with replayed_by.
+// Latest returns the latest record of key, with replayed_by: one lookup,
+// whatever the length of the key's history.
 func (s *Service) Latest(ctx context.Context, key string) (Record, error) {
-	srs, err := s.history(ctx, key)
-	if err != nil {
-		return Record{}, err
+	sr, err := s.st.LedgerHead(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return Record{}, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", protocol.Truncate(key, 140))
 	}
-	return s.withReplays(ctx, fromStore(srs[len(srs)-1]))
+	if err != nil {
+		return Record{}, fmt.Errorf("oip: read the key's latest record: %w", err)
+	}
+	return s.withReplays(ctx, fromStore(sr))
 }
 
 // DirectoryRow is one row of the directory listing, rendered as the seed's
@@ -558,6 +574,9 @@ type DirectoryPage struct {
 	// Next is the cursor for the following page (pass it as after); ""
 	// on the last page.
 	Next string `json:"next,omitempty"`
+	// NextCursor is the same position as an opaque cursor (pass it as
+	// cursor); null on the last page.
+	NextCursor *string `json:"next_cursor"`
 }
 
 // Directory returns the current directory rows (the latest version of
@@ -575,6 +594,16 @@ func (s *Service) Directory(ctx context.Context, after string, limit int) (Direc
 	if len(recs) > limit {
 		recs = recs[:limit]
 		page.Next = recs[limit-1].Key
+	}
+	size := 0
+	for i, sr := range recs {
+		// A page of large rows ends early (the store ends its read at the
+		// same record), with a cursor.
+		if size += len(sr.Body); store.PageFull(size) {
+			recs = recs[:i+1]
+			page.Next = sr.Key
+			break
+		}
 	}
 	for _, sr := range recs {
 		page.Rows = append(page.Rows, DirectoryRow{Key: sr.Key, Type: row.Category, Row: *s.decodeRow(sr), InvID: sr.InvID})
@@ -597,15 +626,15 @@ func (s *Service) decodeRow(sr store.LedgerRecord) *row.Row {
 
 // rowRecord returns the latest record of key when it is a directory row.
 func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord, error) {
-	srs, err := s.st.LedgerHistory(ctx, key)
+	head, err := s.st.LedgerHead(ctx, key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.LedgerRecord{}, fmt.Errorf("oip: read row: %w", err)
 	}
-	if len(srs) == 0 || srs[len(srs)-1].Type != TypeDirectoryRow {
+	if err != nil || head.Type != TypeDirectoryRow {
 		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", protocol.Truncate(key, 140), TypeDirectoryRow).
 			With("field", "object_key")
 	}
-	return srs[len(srs)-1], nil
+	return head, nil
 }
 
 // compiled is a decoded row version with its command builder.

@@ -372,7 +372,7 @@ func TestConcurrentDispatchIsGapFree(t *testing.T) {
 		}
 		// Every key's history is a chain of supersedes.
 		for k := range 7 {
-			hist, err := svc.History(context.Background(), "row-"+string(rune('a'+k)))
+			hist, _, err := svc.History(context.Background(), "row-"+string(rune('a'+k)), 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,6 +60,9 @@ type EventLog struct {
 	RunID      string  `json:"run_id"`
 	WorkflowID string  `json:"workflow_id"`
 	Events     []Event `json:"events"`
+	// NextCursor continues the log after this page (pass it as cursor);
+	// null on the last page.
+	NextCursor *string `json:"next_cursor"`
 }
 
 // Event is one entry of a run's history: its creation, a transition, or a

@@ -89,10 +89,13 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// runsCollector reports stored runs by status override at scrape time.
+// runsCollector reports stored runs by workflow and status override at
+// scrape time, from the counts the store keeps as runs change
+// (store.RunStore.CountRuns): a scrape costs the number of counts, never a
+// scan of the runs.
 type runsCollector struct{ e *engine.Engine }
 
-var runsDesc = prometheus.NewDesc("asmp_runs", "Stored runs by stored status (\"derived\" = the status comes from the state: active, awaiting_input or completed).", []string{"status"}, nil)
+var runsDesc = prometheus.NewDesc("asmp_runs", "Stored runs by workflow and stored status (\"derived\" = the status comes from the state: active, awaiting_input or completed).", []string{"workflow", "status"}, nil)
 
 func (c *runsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc }
 
@@ -104,10 +107,11 @@ func (c *runsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(runsDesc, err)
 		return
 	}
-	for status, n := range counts {
+	for _, n := range counts {
+		status := n.Status
 		if status == "" {
 			status = "derived"
 		}
-		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(n), status)
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(n.N), n.WorkflowID, status)
 	}
 }

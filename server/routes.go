@@ -11,6 +11,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/paging"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 )
@@ -397,33 +398,29 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	after, err := intParam(r, "after", 0)
+	p, err := eventsList.Parse(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(r, "limit", 0)
+	after, err := paging.Seq(p.After, "after")
 	if err != nil {
 		return err
 	}
-	log, err := s.e.EventLog(r.Context(), run, after, int(limit))
+	log, err := s.e.EventLog(r.Context(), run, after, p.Limit)
 	if err != nil {
 		return err
 	}
+	last := after
+	if n := len(log.Events); n > 0 {
+		last = log.Events[n-1].ID
+	}
+	log.NextCursor = eventsList.Next(strconv.FormatInt(last, 10), last < run.Version)
 	httpx.WriteJSON(w, http.StatusOK, log)
 	return nil
 }
 
-func intParam(r *http.Request, name string, def int64) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, protocol.Errorf(protocol.EInvalid, "Query parameter %s must be a non-negative integer, not %q.", name, v).With("field", name)
-	}
-	return n, nil
-}
+// eventsList pages GET /runs/{run_id}/events (after=SEQ still accepted).
+var eventsList = paging.List{Name: "events", Default: 100, Max: 1000, After: "after"}
 
 // noStore is the shared value of Cache-Control on every frame and CLI
 // answer (net/http never modifies header value slices).

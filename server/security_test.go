@@ -186,7 +186,7 @@ func TestMetrics(t *testing.T) {
 		`asmp_http_requests_total{code="201",method="POST",route="POST /runs"} 1`,
 		`asmp_http_requests_total{code="403",method="POST",route="POST /runs/{run_id}/transitions/{action}"} 1`,
 		`asmp_transitions_total{action="start",kind="transition",workflow="config-wizard-v1"} 1`,
-		`asmp_runs{status="derived"} 1`,
+		`asmp_runs{status="derived",workflow="config-wizard-v1"} 1`,
 		`asmp_stream_subscribers 0`,
 		`asmp_task_queue_depth 0`,
 		`asmp_ledger_records 0`,

@@ -147,31 +147,51 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 // catchUp writes every stored event after sw.last. It reports whether the
-// run reached a terminal status (the stream is over).
+// run reached a terminal status (the stream is over). It reads the log a
+// page at a time (catchUpPage events, and at most store.MaxPageBytes of
+// records), encoding and sending each frame before the next: it never
+// holds more than one page.
 func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run, base string) bool {
+	replay := s.e.NewReplay(run.Def, base)
+	var buf []byte // one buffer for every line: a backlog of large frames makes no garbage per frame
 	for {
-		evs, err := s.e.Events(ctx, run.ID, sw.last, 500)
+		evs, err := s.e.Events(ctx, run.ID, sw.last, catchUpPage)
 		if err != nil {
 			sw.json(streamEnd{ID: sw.last, End: "error", Hint: protocol.ErrorHint(err), RunID: run.ID})
 			return true
 		}
+		if len(evs) == 0 {
+			return false
+		}
 		for i := range evs {
 			ev := &evs[i]
 			s.e.FollowVersion(ctx, run, ev)
-			b, err := encoded.EventLine(s.e, run.Def, ev, base)
+			replay.Follow(run.Def)
+			f, err := replay.Frame(ev)
+			if err != nil {
+				sw.json(streamEnd{ID: sw.last, End: "error", Hint: protocol.ErrorHint(err), RunID: run.ID})
+				return true
+			}
+			b, err := encoded.AppendFrameLine(buf[:0], ev.Seq, f)
 			if err != nil || !sw.line(b) {
 				return true
+			}
+			if cap(b) <= maxKeptLine {
+				buf = b
 			}
 			sw.last = ev.Seq
 			if protocol.Terminal(engine.StatusAfter(run.Def, ev)) {
 				return true
 			}
 		}
-		if len(evs) < 500 {
-			return false
-		}
 	}
 }
+
+// catchUpPage is how many events a resumed stream reads at a time.
+const catchUpPage = 100
+
+// maxKeptLine bounds the line buffer a replay keeps between frames.
+const maxKeptLine = 8 << 20
 
 // follow relays live messages until stop(status) holds for a written
 // frame, the client goes away, the subscriber is dropped, or the server

@@ -38,11 +38,11 @@
 // AppendLedger that reaches them, so a checkpoint never names a record the
 // ledger lacks.
 //
-// Run lists and per-status and per-workflow counters: RunStore. Lists page
-// by cursor and limit as StaleRuns does; counters are kept by CreateRun,
-// CommitRun and DeleteRun in the transaction of the change they count,
-// instead of CountRuns' scan. The depth of the task queue stays with
-// TaskStore (PendingTasks).
+// Run lists: RunStore, paged by cursor and limit as StaleRuns does, each
+// page bounded in bytes too (MaxPageBytes). The per-status and
+// per-workflow counters (CountRuns) are kept by CreateRun, CommitRun and
+// DeleteRun in the transaction of the change they count. The depth of the
+// task queue stays with TaskStore (PendingTasks).
 //
 // # Committing
 //
@@ -124,9 +124,28 @@ const (
 	EventMigrated = "migrated"
 )
 
-// Event is one entry of a run's event log. It records the change (kind,
-// action, from, to, actor) and the run's snapshot after it, so a stream can
-// replay the exact frames a live subscriber saw.
+// Event is one entry of a run's event log: the change (kind, action,
+// from, to, actor, time), the run's snapshot after it, and what a replay
+// needs to show exactly the frame a live subscriber saw.
+//
+// # Layout
+//
+// A store keeps an event in one of two forms. A delta event keeps the
+// change only: Patch (the merge patch of the data) and Added (the
+// milestones it appended), with the state, status and error after it. A
+// whole event keeps the run's full Data and Milestones. Seq 1, an event
+// whose Patch is nil (its change is not a merge patch) and an event whose
+// patches since the last whole event would outgrow the data
+// (WholeDue) are kept whole; every other event is a delta. So storing an
+// event costs the size of its change, and the data at any seq is the last
+// whole event at or before it with at most its own size of patches
+// applied: a replay from seq N never reads the events before that whole
+// one.
+//
+// Events reads them back folded (EventFold): every returned event has its
+// full Milestones and its state, status and error; Data is set on the
+// first event of the page and on whole events, and nil on the others,
+// whose data is the previous event's with Patch applied (MergeValue).
 type Event struct {
 	RunID  string
 	Seq    int64 // 1, 2, 3, … within the run; equals the run's Version after the change
@@ -140,7 +159,52 @@ type Event struct {
 	// on the events that pin it (created, migrated); "" on the others and
 	// on events stored before versions existed.
 	WorkflowVersion string
+	// Reason says why a failing event failed (a task's failure); "" for
+	// others.
+	Reason string
+	// Offered names the actions the run offered right after the event, in
+	// order, as computed when it was committed (guards and the clock may
+	// answer otherwise later), so a replay shows the same next_states.
+	// nil for events stored before they were recorded: a replay computes
+	// them again.
+	Offered []string
+	// Patch is the RFC 7386 merge patch that turns the run's data before
+	// the event into Data; nil when the change is not expressible as one
+	// (the store then keeps the event whole). When Patch is set, Added
+	// must be exactly the milestones the event appended.
+	Patch json.RawMessage
+	// Added lists the milestones the event appended to the run's.
+	Added []string
 	Snapshot
+}
+
+// Bounds of the event layout and of pages.
+const (
+	// MinWholeEvery is the least number of patch bytes between two whole
+	// events of a run, so that a run with little data is not kept whole
+	// at every event.
+	MinWholeEvery = 4 << 10
+	// MaxPageBytes bounds the records of one page of any list (events,
+	// ledger history, directory): a page ends early, with a cursor, once
+	// its records reach it.
+	MaxPageBytes = 16 << 20
+)
+
+// WholeDue reports whether a store keeps e whole, patchBytes being the
+// bytes of the patches the store kept for e's run since its last whole
+// event.
+func WholeDue(e *Event, patchBytes int64) bool {
+	return e.Seq <= 1 || e.Patch == nil || patchBytes+int64(len(e.Patch)) > WholeBound(len(e.Data))
+}
+
+// PageFull reports whether a page whose records' bodies add up to bytes
+// has reached MaxPageBytes, so that a list ends it there.
+func PageFull(bytes int) bool { return bytes >= MaxPageBytes }
+
+// WholeBound is how many patch bytes a run whose data has dataLen bytes
+// keeps between two whole events.
+func WholeBound(dataLen int) int64 {
+	return int64(max(dataLen, MinWholeEvery))
 }
 
 // Task statuses.
@@ -176,6 +240,13 @@ type Commit struct {
 	Enqueue *Task
 	// Complete, when set, names a task marked done in the same transaction.
 	Complete string
+}
+
+// RunCount is how many stored runs of one workflow have one stored status.
+type RunCount struct {
+	WorkflowID string
+	Status     string // the stored status override; "" when derived
+	N          int64
 }
 
 // LedgerRecord is one immutable entry of the OIP dispatch ledger.
@@ -283,7 +354,11 @@ type RunStore interface {
 	CommitRun(ctx context.Context, expected int64, c Commit) Pending
 
 	// Events returns up to limit events of the run with Seq > after, in
-	// Seq order (limit <= 0: all). ErrNotFound for an unknown run.
+	// Seq order, folded as the Event doc says (limit <= 0: no limit in
+	// count). A page also ends once its records reach MaxPageBytes (it
+	// always holds at least one event), so a short page is not the end of
+	// the log: read on after its last seq until a page is empty.
+	// ErrNotFound for an unknown run.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
 
 	// StaleRuns returns up to limit runs last changed (UpdatedAt) before
@@ -302,9 +377,12 @@ type RunStore interface {
 	// ErrNotFound when it is unknown. The ledger is never touched.
 	DeleteRun(ctx context.Context, id string, version int64) error
 
-	// CountRuns returns how many runs are stored, by workflow-independent
-	// stored status override ("" for runs whose status is derived).
-	CountRuns(ctx context.Context) (map[string]int64, error)
+	// CountRuns returns how many runs are stored, by workflow and stored
+	// status override ("" for runs whose status is derived), omitting
+	// zero counts, ordered by workflow and status. The counts are kept by
+	// CreateRun, CommitRun and DeleteRun as they change runs: reading them
+	// costs the number of counts, not of runs.
+	CountRuns(ctx context.Context) ([]RunCount, error)
 }
 
 // TaskStore keeps background tasks and hands them to workers under
@@ -356,9 +434,15 @@ type LedgerStore interface {
 	// LedgerRecord returns the record with that inv_ID, or ErrNotFound.
 	LedgerRecord(ctx context.Context, invID string) (LedgerRecord, error)
 
-	// LedgerHistory returns every record of key, oldest first (ErrNotFound
-	// when the key has none).
-	LedgerHistory(ctx context.Context, key string) ([]LedgerRecord, error)
+	// LedgerHistory returns the records of key with Seq > after, oldest
+	// first, at most limit (limit <= 0: no bound in count), ending early
+	// once their bodies reach MaxPageBytes (a page holds at least one
+	// record). ErrNotFound when the key has no record at all.
+	LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]LedgerRecord, error)
+
+	// LedgerHead returns the latest record of key, in one indexed lookup
+	// whatever the length of its history; ErrNotFound when it has none.
+	LedgerHead(ctx context.Context, key string) (LedgerRecord, error)
 
 	// LedgerRange returns the records with from <= Seq < to, in Seq order.
 	LedgerRange(ctx context.Context, from, to int64) ([]LedgerRecord, error)
@@ -367,7 +451,8 @@ type LedgerStore interface {
 	LedgerSize(ctx context.Context) (int64, error)
 
 	// LedgerLatest returns, for each key whose latest record has type typ,
-	// that latest record, ordered by key, for keys > after, up to limit.
+	// that latest record, ordered by key, for keys > after, up to limit,
+	// ending early once their bodies reach MaxPageBytes.
 	LedgerLatest(ctx context.Context, typ, after string, limit int) ([]LedgerRecord, error)
 
 	// ReplayedBy returns the inv_IDs of records whose ReplayOf is invID, in Seq order.

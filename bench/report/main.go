@@ -88,6 +88,7 @@ type results struct {
 	mem     map[string]map[string]float64
 	memKeys []string
 	bench   []*gobench
+	bounded *boundedResults
 }
 
 func load(path string) (*results, error) {
@@ -126,6 +127,8 @@ func load(path string) (*results, error) {
 				r.memKeys = append(r.memKeys, fs[1])
 			}
 			r.mem[fs[1]] = kv(fs[2])
+		case "growth", "metrics", "bigrun", "loadavg":
+			r.addBounded(fs)
 		case "gobench":
 			pkg := fs[1]
 			line := strings.Fields(strings.Join(fs[2:], " "))
@@ -359,7 +362,7 @@ func (r *results) targets() []target {
 		c.measured = fmt.Sprintf("%.0f ns", v)
 	}
 	ts = append(ts, c)
-	return ts
+	return append(ts, r.boundedTargets()...)
 }
 
 func verdict(t target) string {
@@ -514,6 +517,8 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 		}
 		fmt.Fprintln(w)
 	}
+
+	r.writeBounded(w)
 
 	if len(r.bench) > 0 {
 		fmt.Fprintf(w, "## Go benchmarks\n\n`go test -bench` (medians over `-count`; GOMAXPROCS = 2, unpinned). Command construction and the ledger's are the existing benchmarks of `oip/command` and `oip`.\n\n")

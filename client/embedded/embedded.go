@@ -223,11 +223,23 @@ func (l *Client) Events(ctx context.Context, runID string) (*client.EventLog, er
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
-	log, err := l.e.EventLog(ctx, r, 0, 0)
-	if err != nil {
-		return nil, fromProtocol(err)
+	// Page by page, as the HTTP client follows next_cursor.
+	var log *client.EventLog
+	for after := int64(0); ; {
+		page, err := l.e.EventLog(ctx, r, after, 1000)
+		if err != nil {
+			return nil, fromProtocol(err)
+		}
+		if log == nil {
+			log = page
+		} else {
+			log.Events = append(log.Events, page.Events...)
+		}
+		if len(page.Events) == 0 {
+			return log, nil
+		}
+		after = page.Events[len(page.Events)-1].ID
 	}
-	return log, nil
 }
 
 // Stream follows the run in-process, with the contract of
@@ -285,23 +297,25 @@ func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscript
 		return yield(client.StreamItem{Frame: &protocol.StreamFrame{ID: id, Frame: jsonFrame(f)}}, nil) && !protocol.Terminal(f.Status)
 	}
 	catchUp := func() (bool, error) {
+		replay := l.e.NewReplay(r.Def, l.base)
 		for {
-			evs, err := l.e.Events(ctx, runID, *last, 500)
+			evs, err := l.e.Events(ctx, runID, *last, 100)
 			if err != nil {
 				return true, fromProtocol(err)
 			}
+			if len(evs) == 0 {
+				return false, nil
+			}
 			for i := range evs {
 				l.e.FollowVersion(ctx, r, &evs[i])
-				f, err := l.e.EventFrame(r.Def, &evs[i], l.base)
+				replay.Follow(r.Def)
+				f, err := replay.Frame(&evs[i])
 				if err != nil {
 					return true, fromProtocol(err)
 				}
 				if !emit(f, evs[i].Seq) {
 					return true, nil
 				}
-			}
-			if len(evs) < 500 {
-				return false, nil
 			}
 		}
 	}

@@ -254,13 +254,26 @@ func verifyRuns(base string, a *acked, prev checkpoint) (checkpoint, error) {
 		if got < want {
 			return prev, fmt.Errorf("run %s is at version %d but %d was acknowledged", run, got, want)
 		}
-		_, _, b, _ := call(base, "GET", "/runs/"+run+"/events", nil)
 		var evs struct {
 			Events []struct {
 				ID int64 `json:"id"`
 			} `json:"events"`
 		}
-		json.Unmarshal(b, &evs)
+		for cursor := ""; ; { // the whole log, page by page
+			_, _, b, _ := call(base, "GET", "/runs/"+run+"/events?limit=1000&cursor="+url.QueryEscape(cursor), nil)
+			var page struct {
+				Events []struct {
+					ID int64 `json:"id"`
+				} `json:"events"`
+				NextCursor *string `json:"next_cursor"`
+			}
+			json.Unmarshal(b, &page)
+			evs.Events = append(evs.Events, page.Events...)
+			if page.NextCursor == nil || *page.NextCursor == cursor {
+				break
+			}
+			cursor = *page.NextCursor
+		}
 		if int64(len(evs.Events)) != got || (got > 0 && evs.Events[got-1].ID != got) {
 			return prev, fmt.Errorf("run %s: %d events for version %d", run, len(evs.Events), got)
 		}

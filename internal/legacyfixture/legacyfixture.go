@@ -191,8 +191,9 @@ type Store interface {
 	ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error)
 	LedgerSize(ctx context.Context) (int64, error)
 	LedgerRecord(ctx context.Context, invID string) (store.LedgerRecord, error)
-	LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error)
+	LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error)
 	LedgerLatest(ctx context.Context, typ, after string, limit int) ([]store.LedgerRecord, error)
+	CountRuns(ctx context.Context) ([]store.RunCount, error)
 }
 
 // CheckStore checks that s, a store opened by the current code on a copy of
@@ -203,6 +204,25 @@ type Store interface {
 func CheckStore(t *testing.T, s Store, m Manifest) {
 	t.Helper()
 	ctx := t.Context()
+	// The counts the upgrade seeded from the runs (CountRuns reads them,
+	// never the runs).
+	want := map[store.RunCount]bool{}
+	counts := map[[2]string]int64{}
+	for _, r := range m.Runs {
+		counts[[2]string{r.WorkflowID, storedStatus(r.Status)}]++
+	}
+	for k, n := range counts {
+		want[store.RunCount{WorkflowID: k[0], Status: k[1], N: n}] = true
+	}
+	got, err := s.CountRuns(ctx)
+	if err != nil || len(got) != len(want) {
+		t.Errorf("CountRuns = %v, %v; the release stored %v", got, err, counts)
+	}
+	for _, c := range got {
+		if !want[c] {
+			t.Errorf("CountRuns has %+v; the release stored %v", c, counts)
+		}
+	}
 	for _, want := range m.Runs {
 		r, err := s.GetRun(ctx, want.ID)
 		if err != nil {
@@ -275,7 +295,7 @@ func CheckStore(t *testing.T, s Store, m Manifest) {
 			t.Errorf("ledger record %s: body valid %v, timestamp %v, source %q", want.Role, json.Valid(r.Body), r.Timestamp, r.Source)
 		}
 	}
-	hist, err := s.LedgerHistory(ctx, m.Ledger.HistoryKey)
+	hist, err := s.LedgerHistory(ctx, m.Ledger.HistoryKey, 0, 0)
 	if err != nil || len(hist) != m.Ledger.HistoryVersions {
 		t.Errorf("LedgerHistory(%s): %d records, %v; want %d", m.Ledger.HistoryKey, len(hist), err, m.Ledger.HistoryVersions)
 	}

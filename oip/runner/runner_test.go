@@ -85,7 +85,7 @@ func (l *ledger) invoke(row string, input any) oip.Receipt {
 // records returns the history of a receipt's key.
 func (l *ledger) records(rc oip.Receipt) []oip.Record {
 	l.t.Helper()
-	h, err := l.svc.History(context.Background(), rc.ObjectKey)
+	h, _, err := l.svc.History(context.Background(), rc.ObjectKey, 0, 0)
 	if err != nil {
 		l.t.Fatal(err)
 	}

@@ -86,6 +86,9 @@ type DirectoryPage struct {
 	// Next is the cursor for the following page (pass it as after); ""
 	// on the last page.
 	Next string `json:"next,omitempty"`
+	// NextCursor is the same position as an opaque cursor (pass it as
+	// cursor); null on the last page.
+	NextCursor *string `json:"next_cursor"`
 }
 
 // Command is a constructed command line (POST /api/commands/{key}).

@@ -146,4 +146,7 @@ type Stream struct {
 type History struct {
 	Key     string   `json:"key"`
 	Records []Record `json:"records"` // oldest first
+	// NextCursor continues the history after this page (pass it as
+	// cursor); null on the last page.
+	NextCursor *string `json:"next_cursor"`
 }

@@ -82,7 +82,7 @@ func (s *Store) PinCounts(ctx context.Context, workflowID string) ([]store.PinCo
 		if e.wf != workflowID {
 			continue
 		}
-		r := e.current(id)
+		r := e.current(id, s.names)
 		counts[key{r.WorkflowVersion, r.State, r.Status}]++
 	}
 	s.mu.RUnlock()
@@ -99,7 +99,7 @@ func (s *Store) PinnedRuns(ctx context.Context, workflowID, version, after strin
 	out := []store.Run{}
 	for id, e := range s.runs {
 		if e.wf == workflowID && e.ver == version && id > after {
-			out = append(out, e.current(id))
+			out = append(out, e.current(id, s.names))
 		}
 	}
 	s.mu.RUnlock()
@@ -125,9 +125,9 @@ func (s *Store) PinLegacyRuns(ctx context.Context, workflowID, version string) (
 		if e.wf != workflowID || e.ver != "" {
 			continue
 		}
-		r := e.current(id)
+		r := e.current(id, s.names)
 		r.WorkflowVersion = version
-		e.set(r)
+		e.set(r, s)
 		n++
 	}
 	d.LegacyRuns += n

@@ -4,23 +4,28 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"time"
 )
 
-// eventLog is a run's events. The latest is kept decoded (the run's current
-// value derives from it on every read); the earlier ones are encoded back
-// to back in one byte slice. A long-lived server's heap is mostly event
-// logs, and byte slices hold no pointers: the garbage collector never
-// scans them, so its cost no longer grows with the number of stored
-// events, and an encoded event is smaller than its decoded form.
+// eventLog is a run's events, encoded back to back in one byte slice, each
+// in its stored form (see store.Event: whole, or a delta). A long-lived
+// server's heap is mostly runs, and byte slices hold no pointers: the
+// garbage collector never scans them, so its cost does not grow with the
+// number of stored events or runs, and an encoded event is smaller than
+// its decoded form.
 type eventLog struct {
-	old  []byte   // events 1 … n-1, encoded (encodeEvent)
+	old  []byte   // events 1 … n, encoded (appendEvent)
 	offs []uint32 // where each of them starts in old
-	last event    // event n
 	n    int      // events in the log
-	// the time of event 1 (the run's creation), as in event
-	firstUnix int64
-	firstFull *time.Time
+	// wholes are the indexes of the events kept whole (see store.Event),
+	// in order; patchBytes counts the patch bytes kept since the last.
+	wholes     []uint32
+	patchBytes int64
+	// dataOff and dataLen locate in old the data of the latest event when
+	// it is whole (dataLen < 0: it is a delta).
+	dataOff uint32
+	dataLen int32
 }
 
 // maxLog bounds one run's encoded events (offsets are 32-bit).
@@ -32,26 +37,38 @@ func (l *eventLog) len() int { return l.n }
 
 // append adds ev as the latest event.
 func (l *eventLog) append(ev event) error {
-	if l.n > 0 {
-		if len(l.old) >= maxLog {
-			return errLogFull
-		}
-		l.offs = append(l.offs, uint32(len(l.old)))
-		l.old = appendEvent(l.old, &l.last)
+	if len(l.old) >= maxLog {
+		return errLogFull
 	}
 	if l.n == 0 {
-		l.firstUnix, l.firstFull = ev.unix, ev.full
+		ev.whole = true
 	}
-	l.last = ev
+	if ev.whole {
+		l.wholes = append(l.wholes, uint32(l.n))
+		l.patchBytes = 0
+	} else {
+		l.patchBytes += int64(len(ev.patch))
+	}
+	l.offs = append(l.offs, uint32(len(l.old)))
+	start := len(l.old)
+	l.old = appendEvent(l.old, &ev)
 	l.n++
+	l.dataLen = -1
+	if ev.whole && ev.snap.Data != nil && len(ev.snap.Data) <= math.MaxInt32 {
+		// The data sits just before the milestones and the offered
+		// actions, at the end.
+		tail := len(appendStrings(appendStrings(nil, ev.snap.Milestones), ev.offered))
+		l.dataOff = uint32(len(l.old) - tail - len(ev.snap.Data))
+		l.dataLen = int32(len(ev.snap.Data))
+		if string(l.old[l.dataOff:int(l.dataOff)+len(ev.snap.Data)]) != string(ev.snap.Data) || int(l.dataOff) < start {
+			l.dataLen = -1 // not where expected: never share it
+		}
+	}
 	return nil
 }
 
 // at returns event i (0-based).
 func (l *eventLog) at(i int) (event, error) {
-	if i == l.n-1 {
-		return l.last, nil
-	}
 	end := len(l.old)
 	if i+1 < len(l.offs) {
 		end = int(l.offs[i+1])
@@ -63,9 +80,24 @@ func (l *eventLog) at(i int) (event, error) {
 	return ev, err
 }
 
-// firstTime is the time of event 0 (the run's creation).
-func (l *eventLog) firstTime() time.Time {
-	return (&event{unix: l.firstUnix, full: l.firstFull}).time()
+// lastData returns the data of the latest event when it is whole, shared
+// with the log (encoded bytes never change once appended), or ok false.
+func (l *eventLog) lastData() (data []byte, ok bool) {
+	if l.n == 0 || l.dataLen < 0 {
+		return nil, false
+	}
+	end := int(l.dataOff) + int(l.dataLen)
+	return l.old[l.dataOff:end:end], true
+}
+
+// wholeBefore returns the index of the last whole event at or before
+// index i.
+func (l *eventLog) wholeBefore(i int) int {
+	k, found := slices.BinarySearch(l.wholes, uint32(i))
+	if found {
+		return i
+	}
+	return int(l.wholes[k-1]) // wholes[0] is 0 <= i
 }
 
 var errCorrupt = errors.New("memstore: corrupt encoded event")
@@ -75,35 +107,72 @@ var errCorrupt = errors.New("memstore: corrupt encoded event")
 // back in a fixed zone of the same name and offset), its strings and data length-prefixed, and
 // its milestones as count+1 (0 for nil) and length-prefixed strings.
 func appendEvent(b []byte, e *event) []byte {
-	if e.full == nil {
-		b = append(b, 0)
-		b = binary.AppendVarint(b, e.unix)
-	} else {
-		t, _ := e.full.MarshalBinary() // fails only for offsets not in whole minutes
-		name, _ := e.full.Zone()
-		if e.full.Location() == time.UTC {
-			name = ""
-		}
-		b = append(b, 1)
-		b = appendBytes(b, t)
-		b = appendString(b, name)
-	}
-	for _, s := range [...]string{e.kind, e.action, e.from, e.to, e.actor, e.snap.State, e.snap.Status, e.snap.Error, e.wver} {
+	b = appendTime(b, e.unix, e.full)
+	for _, s := range [...]string{e.kind, e.action, e.from, e.to, e.actor, e.snap.State, e.snap.Status, e.snap.Error, e.wfv, e.reason} {
 		b = appendString(b, s)
 	}
-	if e.snap.Data == nil {
+	switch {
+	case !e.whole:
+		b = append(b, 2)
+		b = appendBytes(b, e.patch)
+		b = appendStrings(b, e.added)
+	case e.snap.Data == nil:
 		b = append(b, 0)
-	} else {
+		b = appendStrings(b, e.snap.Milestones)
+	default:
 		b = append(b, 1)
 		b = appendBytes(b, e.snap.Data)
+		b = appendStrings(b, e.snap.Milestones)
 	}
-	if e.snap.Milestones == nil {
-		b = binary.AppendUvarint(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(e.snap.Milestones))+1)
-		for _, m := range e.snap.Milestones {
-			b = appendString(b, m)
+	return appendStrings(b, e.offered)
+}
+
+// appendTime encodes a time as event keeps it: a flag, then Unix
+// nanoseconds, or the time.MarshalBinary form and the zone's name.
+func appendTime(b []byte, unix int64, full *time.Time) []byte {
+	if full == nil {
+		b = append(b, 0)
+		return binary.AppendVarint(b, unix)
+	}
+	t, _ := full.MarshalBinary() // fails only for offsets not in whole minutes
+	name, _ := full.Zone()
+	if full.Location() == time.UTC {
+		name = ""
+	}
+	b = append(b, 1)
+	b = appendBytes(b, t)
+	return appendString(b, name)
+}
+
+// time decodes appendTime.
+func (d *decoder) time() (unix int64, full *time.Time) {
+	switch d.byte() {
+	case 0:
+		return d.varint(), nil
+	case 1:
+		var t time.Time
+		if err := t.UnmarshalBinary(d.bytes()); err != nil {
+			d.err = true
+			return 0, nil
 		}
+		if name := d.string(); name != "" {
+			_, off := t.Zone()
+			t = t.In(time.FixedZone(name, off))
+		}
+		return 0, &t
+	}
+	d.err = true
+	return 0, nil
+}
+
+// appendStrings encodes ss as count+1 (0 for nil) and length-prefixed strings.
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return binary.AppendUvarint(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(ss))+1)
+	for _, m := range ss {
+		b = appendString(b, m)
 	}
 	return b
 }
@@ -120,43 +189,47 @@ func appendBytes(b, p []byte) []byte {
 
 // decodeEvent decodes one event from the front of b and returns the rest.
 func decodeEvent(b []byte) (event, []byte, error) {
+	e, rest, err := decodeEventShared(b)
+	if err == nil {
+		if e.snap.Data != nil {
+			e.snap.Data = append([]byte{}, e.snap.Data...)
+		}
+		if e.patch != nil {
+			e.patch = append([]byte{}, e.patch...)
+		}
+	}
+	return e, rest, err
+}
+
+// decodeEventShared is decodeEvent with the data and patch sharing b.
+func decodeEventShared(b []byte) (event, []byte, error) {
 	var e event
 	d := decoder{b: b}
-	switch d.byte() {
-	case 0:
-		e.unix = d.varint()
-	case 1:
-		var t time.Time
-		if err := t.UnmarshalBinary(d.bytes()); err != nil {
-			return event{}, nil, errCorrupt
-		}
-		if name := d.string(); name != "" {
-			_, off := t.Zone()
-			t = t.In(time.FixedZone(name, off))
-		}
-		e.full = &t
-	default:
+	e.unix, e.full = d.time()
+	if d.err {
 		return event{}, nil, errCorrupt
 	}
-	for _, p := range [...]*string{&e.kind, &e.action, &e.from, &e.to, &e.actor, &e.snap.State, &e.snap.Status, &e.snap.Error, &e.wver} {
+	for _, p := range [...]*string{&e.kind, &e.action, &e.from, &e.to, &e.actor, &e.snap.State, &e.snap.Status, &e.snap.Error, &e.wfv, &e.reason} {
 		*p = d.string()
 	}
+	e.whole = true
 	switch d.byte() {
 	case 0:
+		e.snap.Milestones = d.strings()
 	case 1:
-		e.snap.Data = append([]byte{}, d.bytes()...)
+		e.snap.Data = d.bytes()
+		e.snap.Milestones = d.strings()
+	case 2:
+		e.whole = false
+		e.patch = d.bytes()
+		if e.patch == nil && !d.err {
+			e.patch = []byte{}
+		}
+		e.added = d.strings()
 	default:
 		d.err = true
 	}
-	if n := d.uvarint(); n > 0 && !d.err {
-		if n-1 > uint64(len(d.b)) { // each milestone takes at least one byte
-			return event{}, nil, errCorrupt
-		}
-		e.snap.Milestones = make([]string, n-1)
-		for i := range e.snap.Milestones {
-			e.snap.Milestones[i] = d.string()
-		}
-	}
+	e.offered = d.strings()
 	if d.err {
 		return event{}, nil, errCorrupt
 	}
@@ -211,3 +284,20 @@ func (d *decoder) bytes() []byte {
 }
 
 func (d *decoder) string() string { return string(d.bytes()) }
+
+// strings decodes appendStrings.
+func (d *decoder) strings() []string {
+	n := d.uvarint()
+	if n == 0 || d.err {
+		return nil
+	}
+	if n-1 > uint64(len(d.b)) { // each string takes at least one byte
+		d.err = true
+		return nil
+	}
+	ss := make([]string, n-1)
+	for i := range ss {
+		ss[i] = d.string()
+	}
+	return ss
+}

@@ -4,9 +4,12 @@ package memstore
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,21 +27,124 @@ type Store struct {
 	byInv  map[string]int64   // inv_ID -> seq
 	byKey  map[string][]int64 // key -> seqs, oldest first
 	replay map[string][]string
-	lmu    sync.Mutex // serialises ledger appends
+	lmu    sync.Mutex         // serialises ledger appends
+	counts map[countKey]int64 // runs by workflow and stored status, kept by every change
+	names  map[string]string  // workflow ids, states and statuses: one string each for all runs
 	defs   definitions
 	scopes sync.Map // inv_ID -> the dispatcher's scopes ([]string)
 }
 
-// runEntry is one run: its event log and, only when it cannot be derived
-// from the log, its current value. A run's value is nearly always exactly
-// its last event's snapshot, seq and time plus its first event's time (the
-// engine commits them so), and storing it again doubled the memory of a
-// freshly created run. The run's id is its key in Store.runs.
+// intern returns the one copy of name (a workflow id, a state, a status),
+// under mu held for writing. There are few of them, whatever the number
+// of runs.
+func (s *Store) intern(name string) string {
+	if n, ok := s.names[name]; ok {
+		return n
+	}
+	if len(s.names) < 1<<16 {
+		s.names[name] = name
+	}
+	return name
+}
+
+type countKey struct{ workflow, status string }
+
+// count moves one run of workflow wf from status from to status to ("-"
+// for none), under mu.
+func (s *Store) count(wf, from, to string) {
+	if from == to {
+		return
+	}
+	if from != "-" {
+		if s.counts[countKey{wf, from}]--; s.counts[countKey{wf, from}] == 0 {
+			delete(s.counts, countKey{wf, from})
+		}
+	}
+	if to != "-" {
+		s.counts[countKey{wf, to}]++
+	}
+}
+
+// runEntry is one run: its event log and its current value, both encoded
+// in byte slices (no pointers for the garbage collector to follow but the
+// slices'), so that the collector's work does not grow with the fields of
+// the runs stored. The run's id is its key in Store.runs.
 type runEntry struct {
-	wf  string
-	ver string // the run's WorkflowVersion
-	log eventLog
-	run *store.Run // the current value when derived() would differ from it
+	wf      string // shared by every run of the workflow (Store.names)
+	ver     string // the run's WorkflowVersion (shared, like wf)
+	status  string // the stored status (one of a few, shared)
+	version int64
+	cur     []byte // the current value (appendRun)
+	log     eventLog
+}
+
+// appendRun encodes r's current value without what the entry knows (id,
+// workflow): its status first (read alone by status), then state, error,
+// version, times, milestones and data — the data as a flag 2 ("the latest
+// event's, which is whole") when shared is set.
+func appendRun(b []byte, r *store.Run, shared bool) []byte {
+	for _, s := range [...]string{r.Status, r.State, r.Error} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendVarint(b, r.Version)
+	for _, t := range [...]time.Time{r.CreatedAt, r.UpdatedAt} {
+		ev := newEvent(store.Event{Time: t}, true)
+		b = appendTime(b, ev.unix, ev.full)
+	}
+	b = appendStrings(b, r.Milestones)
+	switch {
+	case shared:
+		return append(b, 2)
+	case r.Data == nil:
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	return appendBytes(b, r.Data)
+}
+
+// current returns the value of run id; names interns its state names.
+func (e *runEntry) current(id string, names map[string]string) store.Run {
+	r := store.Run{ID: id, WorkflowID: e.wf, Version: e.version, WorkflowVersion: e.ver}
+	d := decoder{b: e.cur}
+	r.Status = e.status
+	d.bytes()
+	state := d.bytes()
+	if n, ok := names[string(state)]; ok {
+		r.State = n
+	} else {
+		r.State = string(state)
+	}
+	r.Error = d.string()
+	d.varint()
+	for _, t := range [...]*time.Time{&r.CreatedAt, &r.UpdatedAt} {
+		unix, full := d.time()
+		*t = (&event{unix: unix, full: full}).time()
+	}
+	r.Milestones = d.strings()
+	switch d.byte() {
+	case 1:
+		r.Data = d.bytes()
+	case 2:
+		r.Data, _ = e.log.lastData()
+	}
+	return r
+}
+
+// set makes r the run's current value.
+func (e *runEntry) set(r store.Run, s *Store) {
+	shared := false
+	if data, ok := e.log.lastData(); ok && r.Data != nil && string(data) == string(r.Data) {
+		shared = true // the latest event holds the same data: keep it once
+	}
+	n := 64 + len(r.State) + len(r.Status) + len(r.Error)
+	if !shared {
+		n += len(r.Data)
+	}
+	e.cur = appendRun(make([]byte, 0, n), &r, shared)
+	e.version = r.Version
+	e.ver = s.intern(r.WorkflowVersion)
+	e.status = s.intern(r.Status)
+	s.intern(r.State)
 }
 
 // event is a store.Event without what its run's entry already knows: the
@@ -54,12 +160,23 @@ type event struct {
 	from   string
 	to     string
 	actor  string
-	wver   string
-	snap   store.Snapshot
+	wfv    string
+	reason string
+	// snap is the run after the event; in an event decoded from the log
+	// that is not whole, snap has no data nor milestones.
+	snap    store.Snapshot
+	offered []string
+	whole   bool   // kept whole (see store.Event); the latest event keeps its full snap either way
+	patch   []byte // the data's merge patch, for a delta
+	added   []string
 }
 
-func newEvent(ev store.Event) event {
-	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, wver: ev.WorkflowVersion, snap: ev.Snapshot}
+func newEvent(ev store.Event, whole bool) event {
+	e := event{kind: ev.Kind, action: ev.Action, from: ev.From, to: ev.To, actor: ev.Actor, wfv: ev.WorkflowVersion, reason: ev.Reason,
+		snap: ev.Snapshot, offered: ev.Offered, whole: whole}
+	if !whole {
+		e.patch, e.added = ev.Patch, ev.Added
+	}
 	if n := ev.Time.UnixNano(); time.Unix(0, n).UTC() == ev.Time {
 		e.unix = n
 	} else {
@@ -76,59 +193,16 @@ func (e *event) time() time.Time {
 	return time.Unix(0, e.unix).UTC()
 }
 
+// public returns the event in its stored form (see store.EventFold): a
+// delta without data and milestones.
 func (e *event) public(runID string, seq int64) store.Event {
-	return store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor, WorkflowVersion: e.wver, Snapshot: e.snap}
-}
-
-// current returns the value of run id.
-func (e *runEntry) current(id string) store.Run {
-	if e.run != nil {
-		return *e.run
+	ev := store.Event{RunID: runID, Seq: seq, Time: e.time(), Kind: e.kind, Action: e.action, From: e.from, To: e.to, Actor: e.actor,
+		WorkflowVersion: e.wfv, Reason: e.reason, Offered: e.offered, Snapshot: e.snap}
+	if !e.whole {
+		ev.Patch, ev.Added = e.patch, e.added
+		ev.Data, ev.Milestones = nil, nil
 	}
-	return e.derived(id)
-}
-
-// derived is the value of run id as its event log tells it.
-func (e *runEntry) derived(id string) store.Run {
-	last := &e.log.last
-	return store.Run{ID: id, WorkflowID: e.wf, Snapshot: last.snap, Version: int64(e.log.len()), CreatedAt: e.log.firstTime(), UpdatedAt: last.time(), WorkflowVersion: e.ver}
-}
-
-// set makes r the run's current value, kept explicitly only when the log
-// does not already say exactly r.
-func (e *runEntry) set(r store.Run) {
-	e.ver = r.WorkflowVersion
-	if sameRun(r, e.derived(r.ID)) {
-		e.run = nil
-		return
-	}
-	explicit := r // only this copy escapes, not every r
-	e.run = &explicit
-}
-
-func (e *runEntry) version() int64 {
-	if e.run != nil {
-		return e.run.Version
-	}
-	return int64(e.log.len())
-}
-
-func (e *runEntry) status() string {
-	if e.run != nil {
-		return e.run.Status
-	}
-	return e.log.last.snap.Status
-}
-
-// sameRun reports whether a and b are exactly equal: equal strings, times
-// equal with ==, and byte and string slices with equal content and equal
-// nil-ness.
-func sameRun(a, b store.Run) bool {
-	return a.ID == b.ID && a.WorkflowID == b.WorkflowID && a.Version == b.Version && a.WorkflowVersion == b.WorkflowVersion &&
-		a.CreatedAt == b.CreatedAt && a.UpdatedAt == b.UpdatedAt &&
-		a.State == b.State && a.Status == b.Status && a.Error == b.Error &&
-		(a.Data == nil) == (b.Data == nil) && string(a.Data) == string(b.Data) &&
-		(a.Milestones == nil) == (b.Milestones == nil) && slices.Equal(a.Milestones, b.Milestones)
+	return ev
 }
 
 var _ store.Store = (*Store)(nil)
@@ -141,12 +215,14 @@ func New() *Store {
 		byInv:  map[string]int64{},
 		byKey:  map[string][]int64{},
 		replay: map[string][]string{},
+		counts: map[countKey]int64{},
+		names:  map[string]string{},
 	}
 }
 
 // CreateRun implements store.RunStore.
 func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
-	if err := check(c); err != nil {
+	if err := check(&c); err != nil {
 		return err
 	}
 	if c.Run.Version != 1 {
@@ -157,15 +233,19 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if _, ok := s.runs[c.Run.ID]; ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
 	}
-	e := &runEntry{wf: c.Run.WorkflowID}
-	_ = e.log.append(newEvent(c.Event)) // the first never fails
-	e.set(c.Run)
+	e := &runEntry{wf: s.intern(c.Run.WorkflowID)}
+	_ = e.log.append(newEvent(c.Event, true)) // the first never fails
+	e.set(c.Run, s)
 	s.runs[c.Run.ID] = e
+	s.count(e.wf, "-", c.Run.Status)
 	s.applyTasks(c)
 	return nil
 }
 
-func check(c store.Commit) error {
+func check(c *store.Commit) error {
+	if c.Event.Data == nil {
+		c.Event.Data = json.RawMessage(`{}`) // as the other stores keep it
+	}
 	if c.Event.Seq != c.Run.Version || c.Event.RunID != c.Run.ID {
 		return fmt.Errorf("memstore: event (%s, %d) does not match run (%s, %d)", c.Event.RunID, c.Event.Seq, c.Run.ID, c.Run.Version)
 	}
@@ -206,7 +286,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	if !ok {
 		return store.Run{}, fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
-	return e.current(id), nil
+	return e.current(id, s.names), nil
 }
 
 // CommitRun implements store.RunStore. The commit is applied before
@@ -216,7 +296,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 }
 
 func (s *Store) commitRun(expected int64, c store.Commit) error {
-	if err := check(c); err != nil {
+	if err := check(&c); err != nil {
 		return err
 	}
 	if c.Run.Version != expected+1 {
@@ -228,13 +308,15 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
-	if v := e.version(); v != expected {
+	if v := e.version; v != expected {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
 	}
-	if err := e.log.append(newEvent(c.Event)); err != nil {
+	was := e.status
+	if err := e.log.append(newEvent(c.Event, store.WholeDue(&c.Event, e.log.patchBytes))); err != nil {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, err)
 	}
-	e.set(c.Run)
+	s.count(e.wf, was, c.Run.Status)
+	e.set(c.Run, s)
 	s.applyTasks(c)
 	return nil
 }
@@ -254,20 +336,21 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if after >= n {
 		return []store.Event{}, nil
 	}
-	count := n - after // seq k is at index k-1
-	if limit > 0 && count > int64(limit) {
-		count = int64(limit)
-	}
-	out := make([]store.Event, count)
-	for i := range out {
-		seq := after + int64(i) + 1
-		ev, err := e.log.at(int(seq - 1))
+	fold := store.NewEventFold(after, limit)
+	for i := e.log.wholeBefore(int(after)); i < int(n); i++ { // seq k is at index k-1
+		ev, err := e.log.at(i)
 		if err != nil {
-			return nil, fmt.Errorf("memstore: run %s event %d: %w", runID, seq, err)
+			return nil, fmt.Errorf("memstore: run %s event %d: %w", runID, i+1, err)
 		}
-		out[i] = ev.public(runID, seq)
+		more, err := fold.Add(ev.public(runID, int64(i)+1))
+		if err != nil {
+			return nil, fmt.Errorf("memstore: %w", err)
+		}
+		if !more {
+			break
+		}
 	}
-	return out, nil
+	return fold.Events(), nil
 }
 
 // StaleRuns implements store.RunStore.
@@ -275,7 +358,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	s.mu.RLock()
 	var out []store.Run
 	for id, e := range s.runs {
-		r := e.current(id)
+		r := e.current(id, s.names)
 		if !r.UpdatedAt.Before(before) {
 			continue
 		}
@@ -304,7 +387,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	s.mu.RLock()
 	out := []store.Run{}
 	for id, e := range s.runs {
-		r := e.current(id)
+		r := e.current(id, s.names)
 		if f.Matches(r) && (f.Before.IsZero() || store.NewerFirst(f.Before, store.CursorOf(r))) {
 			out = append(out, r)
 		}
@@ -325,9 +408,10 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
-	if v := e.version(); v != version {
+	if v := e.version; v != version {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
 	}
+	s.count(e.wf, e.status, "-")
 	delete(s.runs, id)
 	for tid, t := range s.tasks {
 		if t.RunID == id {
@@ -338,14 +422,20 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return nil
 }
 
-// CountRuns implements store.RunStore.
-func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
+// CountRuns implements store.RunStore: the counts every change keeps.
+func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := map[string]int64{}
-	for _, e := range s.runs {
-		out[e.status()]++
+	out := make([]store.RunCount, 0, len(s.counts))
+	for k, n := range s.counts {
+		out = append(out, store.RunCount{WorkflowID: k.workflow, Status: k.status, N: n})
 	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b store.RunCount) int {
+		if a.WorkflowID != b.WorkflowID {
+			return strings.Compare(a.WorkflowID, b.WorkflowID)
+		}
+		return strings.Compare(a.Status, b.Status)
+	})
 	return out, nil
 }
 
@@ -472,18 +562,35 @@ func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRec
 }
 
 // LedgerHistory implements store.LedgerStore.
-func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error) {
+func (s *Store) LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	seqs := s.byKey[key]
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("memstore: key %s: %w", key, store.ErrNotFound)
 	}
-	out := make([]store.LedgerRecord, len(seqs))
-	for i, q := range seqs {
-		out[i] = s.ledger[q-1]
+	i, _ := slices.BinarySearch(seqs, after+1)
+	out := []store.LedgerRecord{}
+	size := 0
+	for _, q := range seqs[i:] {
+		r := s.ledger[q-1]
+		out = append(out, r)
+		if size += len(r.Body); store.PageFull(size) || (limit > 0 && len(out) >= limit) {
+			break
+		}
 	}
 	return out, nil
+}
+
+// LedgerHead implements store.LedgerStore.
+func (s *Store) LedgerHead(ctx context.Context, key string) (store.LedgerRecord, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seqs := s.byKey[key]
+	if len(seqs) == 0 {
+		return store.LedgerRecord{}, fmt.Errorf("memstore: key %s: %w", key, store.ErrNotFound)
+	}
+	return s.ledger[seqs[len(seqs)-1]-1], nil
 }
 
 // LedgerRange implements store.LedgerStore.
@@ -523,10 +630,14 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 	if limit > 0 && len(keys) > limit {
 		keys = keys[:limit]
 	}
-	out := make([]store.LedgerRecord, len(keys))
-	for i, k := range keys {
+	out := make([]store.LedgerRecord, 0, len(keys))
+	size := 0
+	for _, k := range keys {
 		seqs := s.byKey[k]
-		out[i] = s.ledger[seqs[len(seqs)-1]-1]
+		out = append(out, s.ledger[seqs[len(seqs)-1]-1])
+		if size += len(out[len(out)-1].Body); store.PageFull(size) {
+			break
+		}
 	}
 	return out, nil
 }

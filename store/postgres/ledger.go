@@ -107,18 +107,28 @@ func (s *Store) LedgerRecord(ctx context.Context, invID string) (store.LedgerRec
 }
 
 func (s *Store) records(ctx context.Context, query string, args ...any) ([]store.LedgerRecord, error) {
+	return s.recordsBounded(ctx, false, query, args...)
+}
+
+// recordsBounded reads records; when bounded, it stops once their bodies
+// reach store.MaxPageBytes.
+func (s *Store) recordsBounded(ctx context.Context, bounded bool, query string, args ...any) ([]store.LedgerRecord, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ledger: %w", err)
 	}
 	defer rows.Close()
 	out := []store.LedgerRecord{}
+	size := 0
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: ledger: %w", err)
 		}
 		out = append(out, r)
+		if size += len(r.Body); bounded && store.PageFull(size) {
+			break
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: ledger: %w", err)
@@ -127,12 +137,30 @@ func (s *Store) records(ctx context.Context, query string, args ...any) ([]store
 }
 
 // LedgerHistory implements store.LedgerStore.
-func (s *Store) LedgerHistory(ctx context.Context, key string) ([]store.LedgerRecord, error) {
-	out, err := s.records(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE key = $1 ORDER BY seq`, key)
+func (s *Store) LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	out, err := s.recordsBounded(ctx, true, `SELECT `+ledgerCols+` FROM ledger WHERE key = $1 AND seq > $2 ORDER BY seq LIMIT $3`, key, after, lim)
 	if err == nil && len(out) == 0 {
-		return nil, fmt.Errorf("postgres: key %s: %w", key, store.ErrNotFound)
+		if _, err := s.LedgerHead(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	return out, err
+}
+
+// LedgerHead implements store.LedgerStore.
+func (s *Store) LedgerHead(ctx context.Context, key string) (store.LedgerRecord, error) {
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = $1)`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("postgres: key %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("postgres: ledger head: %w", err)
+	}
+	return r, nil
 }
 
 // LedgerRange implements store.LedgerStore.
@@ -155,7 +183,7 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	return s.records(ctx, `SELECT l.seq, l.inv_id, l.key, l.type, l.body, l.timestamp, l.source, l.entry_hash, l.supersedes, l.result_of, l.replay_of
+	return s.recordsBounded(ctx, true, `SELECT l.seq, l.inv_id, l.key, l.type, l.body, l.timestamp, l.source, l.entry_hash, l.supersedes, l.result_of, l.replay_of
 		FROM ledger_heads h JOIN ledger l ON l.seq = h.seq
 		WHERE h.type = $1 AND h.key > $2 ORDER BY h.key LIMIT $3`, typ, after, lim)
 }

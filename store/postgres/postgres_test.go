@@ -352,7 +352,7 @@ func TestReplicasLedgerSeq(t *testing.T) {
 		t.Fatalf("LedgerSize = %d, want %d", size, len(got))
 	}
 	for k := 0; k < 5; k++ {
-		h, _ := a.LedgerHistory(t.Context(), fmt.Sprintf("key-%d", k))
+		h, _ := a.LedgerHistory(t.Context(), fmt.Sprintf("key-%d", k), 0, 0)
 		for i := 1; i < len(h); i++ {
 			if h[i].Supersedes != h[i-1].InvID {
 				t.Fatalf("key-%d record %d supersedes %q, want %q", k, i, h[i].Supersedes, h[i-1].InvID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,33 @@ func text(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
+// patchText is a delta's patch as a json parameter (NULL for none).
+func patchText(p json.RawMessage) *string {
+	if p == nil {
+		return nil
+	}
+	t := string(p)
+	return &t
+}
+
+// offeredJSON encodes Event.Offered: "" for nil (not recorded).
+func offeredJSON(a []string) string {
+	if a == nil {
+		return ""
+	}
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+// patchLen is what CommitRun adds to a run's patch_bytes for e: -1 when e
+// must be kept whole whatever was kept before.
+func patchLen(e *store.Event) int64 {
+	if store.WholeDue(e, math.MinInt64/2) {
+		return -1
+	}
+	return int64(len(e.Patch))
+}
+
 func checkCommit(c store.Commit) error {
 	if c.Event.Seq != c.Run.Version || c.Event.RunID != c.Run.ID {
 		return fmt.Errorf("postgres: event (%s, %d) does not match run (%s, %d)", c.Event.RunID, c.Event.Seq, c.Run.ID, c.Run.Version)
@@ -65,11 +93,21 @@ func checkCommit(c store.Commit) error {
 }
 
 // queueRest queues the commit's event, task changes and notification.
+// The runs row is written first (its patch_bytes says whether the event is
+// kept whole: 0), so the event is inserted from it.
 func queueRest(b *pgx.Batch, c store.Commit) {
 	e := c.Event
-	b.Queue(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12, $13, $14)`,
-		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestones(e.Milestones), text(e.Error), e.WorkflowVersion)
+	b.Queue(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, error,
+			data, milestones, patch, offered, workflow_version, reason)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+			CASE WHEN r.patch_bytes = 0 THEN $12::json END,
+			CASE WHEN r.patch_bytes = 0 THEN $13::text[] ELSE $14::text[] END,
+			CASE WHEN r.patch_bytes = 0 THEN NULL ELSE $15::json END,
+			$16, $17, $18
+		FROM runs r WHERE r.id = $1`,
+		e.RunID, e.Seq, e.Time, e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, text(e.Error),
+		dataText(e.Data), milestones(e.Milestones), milestones(e.Added), patchText(e.Patch),
+		offeredJSON(e.Offered), e.WorkflowVersion, text(e.Reason))
 	if c.Complete != "" {
 		b.Queue(`UPDATE tasks SET status = 'done', owner = '', lease_until = NULL, updated_at = $1 WHERE id = $2 AND status <> 'done'`,
 			e.Time, c.Complete)
@@ -174,9 +212,11 @@ func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) e
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7, workflow_version = $10
+		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7,
+			patch_bytes = CASE WHEN $10::bigint < 0 OR patch_bytes + $10::bigint > $11::bigint THEN 0 ELSE patch_bytes + $10::bigint END, workflow_version = $12
 			WHERE id = $8 AND version = $9`,
-			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected, r.WorkflowVersion)
+			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected,
+			patchLen(&c.Event), store.WholeBound(len(c.Event.Data)), r.WorkflowVersion)
 		queueRest(b, c)
 		return runBatch(ctx, tx, b)
 	})
@@ -197,32 +237,68 @@ func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) e
 	return nil
 }
 
-// Events implements store.RunStore.
+// Events implements store.RunStore. It reads from the last whole event at
+// or before after+1 (index events_whole), folding the deltas up to the
+// page (store.EventFold).
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	var lim any // NULL: no limit
-	if limit > 0 {
-		lim = int64(limit)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version
-		FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, lim)
-	if err != nil {
+	var from *int64
+	if err := s.pool.QueryRow(ctx, `SELECT MAX(seq) FROM events WHERE run_id = $1 AND seq <= $2 AND data IS NOT NULL`, runID, max(after, 0)+1).Scan(&from); err != nil {
 		return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
 	}
 	out := []store.Event{}
-	var data []byte
-	var ms []string
-	e := store.Event{RunID: runID}
-	_, err = pgx.ForEachRow(rows, []any{&e.Seq, &e.Time, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error, &e.WorkflowVersion}, func() error {
-		ev := e
-		ev.Time = utc(e.Time)
-		ev.Data = json.RawMessage(data)
-		ev.Milestones = readMilestones(ms)
-		ms = nil // never share an array between events
-		out = append(out, ev)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
+	if from != nil {
+		if limit > 0 {
+			lim = after - *from + 1 + int64(limit)
+		}
+		rows, err := s.pool.Query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, patch, offered, workflow_version, reason
+			FROM events WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, runID, *from, lim)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: events of %s: %w", runID, err)
+		}
+		fold := store.NewEventFold(after, limit)
+		var data, patch []byte
+		var ms []string
+		var offered string
+		e := store.Event{RunID: runID}
+		var ferr error
+		for rows.Next() {
+			if err := rows.Scan(&e.Seq, &e.Time, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error, &patch, &offered, &e.WorkflowVersion, &e.Reason); err != nil {
+				ferr = err
+				break
+			}
+			ev := e
+			ev.Time = utc(e.Time)
+			if data != nil {
+				ev.Data, ev.Milestones = json.RawMessage(data), readMilestones(ms)
+			} else {
+				ev.Patch, ev.Added = json.RawMessage(patch), readMilestones(ms)
+			}
+			if offered != "" {
+				ev.Offered = []string{}
+				if err := json.Unmarshal([]byte(offered), &ev.Offered); err != nil {
+					ferr = fmt.Errorf("bad offered actions %q: %w", offered, err)
+					break
+				}
+			}
+			data, patch, ms = nil, nil, nil // never share buffers between events
+			more, err := fold.Add(ev)
+			if err != nil {
+				ferr = err
+				break
+			}
+			if !more {
+				break
+			}
+		}
+		rows.Close()
+		if ferr == nil {
+			ferr = rows.Err()
+		}
+		if ferr != nil {
+			return nil, fmt.Errorf("postgres: events of %s: %w", runID, ferr)
+		}
+		out = fold.Events()
 	}
 	if len(out) == 0 {
 		var one int
@@ -278,17 +354,18 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	return fmt.Errorf("postgres: run %s at version %d, expected %d: %w", id, *v, version, store.ErrConflict)
 }
 
-// CountRuns implements store.RunStore.
-func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+// CountRuns implements store.RunStore: it sums the shards of the counts
+// the triggers of table runs keep (migration 0004), never the runs.
+func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
+	rows, err := s.pool.Query(ctx, `SELECT workflow_id, status, SUM(n)::bigint FROM run_counts
+		GROUP BY workflow_id, status HAVING SUM(n) != 0 ORDER BY workflow_id COLLATE "C", status COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: count runs: %w", err)
 	}
-	out := map[string]int64{}
-	var st string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
-		out[st] = n
+	out := []store.RunCount{}
+	var c store.RunCount
+	if _, err := pgx.ForEachRow(rows, []any{&c.WorkflowID, &c.Status, &c.N}, func() error {
+		out = append(out, c)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("postgres: count runs: %w", err)

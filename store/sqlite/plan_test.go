@@ -48,3 +48,16 @@ func TestClaimUsesIndexes(t *testing.T) {
 		t.Fatalf("plan of the task claim: %s", p)
 	}
 }
+
+// A replay finds its starting whole event through events_whole, and a
+// key's current row is read through ledger_heads and the ledger's primary
+// key: neither walks a run's events nor a key's history.
+func TestReplayAndHeadUseIndexes(t *testing.T) {
+	if p := queryPlan(t, wholeQuery, "r", 5); !strings.Contains(p, "events_whole") {
+		t.Fatalf("plan of the whole-event lookup: %s", p)
+	}
+	p := queryPlan(t, headQuery, "k")
+	if strings.Contains(p, "SCAN") || !strings.Contains(p, "ledger_heads") {
+		t.Fatalf("plan of the head lookup: %s", p)
+	}
+}

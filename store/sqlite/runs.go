@@ -82,12 +82,22 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
 }
 
-// applyRest writes the commit's event and task changes.
+// applyRest writes the commit's event and task changes. The runs row is
+// written first (its patch_bytes says whether the event is kept whole: 0),
+// so the event is inserted from it.
 func (s *Store) applyRest(tx wtx, c store.Commit) error {
 	e := c.Event
-	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.RunID, e.Seq, nanos(e.Time), e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, dataText(e.Data), milestonesJSON(e.Milestones), e.Error, e.WorkflowVersion); err != nil {
+	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, error,
+			data, milestones, patch, offered, workflow_version, reason)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+			CASE WHEN r.patch_bytes = 0 THEN ?12 ELSE '' END,
+			CASE WHEN r.patch_bytes = 0 THEN ?13 ELSE ?14 END,
+			CASE WHEN r.patch_bytes = 0 THEN '' ELSE ?15 END,
+			?16, ?17, ?18
+		FROM runs r WHERE r.id = ?1`,
+		e.RunID, e.Seq, nanos(e.Time), e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, e.Error,
+		dataText(e.Data), milestonesJSON(e.Milestones), milestonesJSON(e.Added), string(e.Patch),
+		offeredJSON(e.Offered), e.WorkflowVersion, e.Reason); err != nil {
 		return fmt.Errorf("sqlite: insert event: %w", err)
 	}
 	if c.Complete != "" {
@@ -103,6 +113,35 @@ func (s *Store) applyRest(tx wtx, c store.Commit) error {
 		}
 	}
 	return nil
+}
+
+// offeredJSON encodes Event.Offered: "" for nil (not recorded).
+func offeredJSON(a []string) string {
+	if a == nil {
+		return ""
+	}
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+func parseOffered(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	a := []string{}
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		return nil, fmt.Errorf("sqlite: bad offered actions %q: %w", s, err)
+	}
+	return a, nil
+}
+
+// patchLen is what CommitRun adds to a run's patch_bytes for e: -1 when e
+// must be kept whole whatever was kept before.
+func patchLen(e *store.Event) int64 {
+	if store.WholeDue(e, math.MinInt64/2) {
+		return -1
+	}
+	return int64(len(e.Patch))
 }
 
 const runCols = `id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version`
@@ -211,9 +250,11 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
-		res, err := tx.Exec(`UPDATE runs SET state = ?, status = ?, data = ?, milestones = ?, error = ?, version = ?, updated_at = ?, workflow_version = ?
-			WHERE id = ? AND version = ?`,
-			r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.WorkflowVersion, r.ID, expected)
+		res, err := tx.Exec(`UPDATE runs SET state = ?1, status = ?2, data = ?3, milestones = ?4, error = ?5, version = ?6, updated_at = ?7,
+			patch_bytes = CASE WHEN ?10 < 0 OR patch_bytes + ?10 > ?11 THEN 0 ELSE patch_bytes + ?10 END, workflow_version = ?12
+			WHERE id = ?8 AND version = ?9`,
+			r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.ID, expected,
+			patchLen(&c.Event), store.WholeBound(len(c.Event.Data)), r.WorkflowVersion)
 		if err != nil {
 			return fmt.Errorf("sqlite: update run: %w", err)
 		}
@@ -229,34 +270,20 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
 
-// Events implements store.RunStore.
+// Events implements store.RunStore. It reads from the last whole event at
+// or before after+1 (index events_whole), folding the deltas up to the
+// page (store.EventFold).
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, workflow_version
-		FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
-	if err != nil {
+	var from sql.NullInt64
+	if err := s.queryRow(ctx, wholeQuery, runID, max(after, 0)+1).Scan(&from); err != nil {
 		return nil, fmt.Errorf("sqlite: events: %w", err)
 	}
-	defer rows.Close()
 	out := []store.Event{}
-	for rows.Next() {
-		e := store.Event{RunID: runID}
-		var t int64
-		var data, ms string
-		if err := rows.Scan(&e.Seq, &t, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error, &e.WorkflowVersion); err != nil {
-			return nil, fmt.Errorf("sqlite: events: %w", err)
-		}
-		e.Time = fromNanos(t)
-		e.Data = json.RawMessage(data)
-		if e.Milestones, err = parseMilestones(ms); err != nil {
+	if from.Valid {
+		var err error
+		if out, err = s.foldEvents(ctx, runID, from.Int64, after, limit); err != nil {
 			return nil, err
 		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: events: %w", err)
 	}
 	if len(out) == 0 {
 		var one int
@@ -271,21 +298,76 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// CountRuns implements store.RunStore.
-func (s *Store) CountRuns(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.query(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+// wholeQuery finds the last whole event at or before a seq. It repeats the
+// events_whole index's condition (non-empty data) so that SQLite uses that
+// partial index for a parameter; INDEXED BY keeps it from walking the
+// primary key back through every delta instead.
+const wholeQuery = `SELECT MAX(seq) FROM events INDEXED BY events_whole WHERE run_id = ? AND seq <= ? AND data != ''`
+
+// headQuery reads a key's latest record through ledger_heads.
+const headQuery = `SELECT ` + ledgerCols + ` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = ?)`
+
+func (s *Store) foldEvents(ctx context.Context, runID string, from, after int64, limit int) ([]store.Event, error) {
+	n := int64(-1)
+	if limit > 0 {
+		n = after - from + 1 + int64(limit)
+	}
+	rows, err := s.query(ctx, `SELECT seq, time, kind, action, from_state, to_state, actor, state, status, data, milestones, error, patch, offered, workflow_version, reason
+		FROM events WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`, runID, from, n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events: %w", err)
+	}
+	defer rows.Close()
+	fold := store.NewEventFold(after, limit)
+	for rows.Next() {
+		e := store.Event{RunID: runID}
+		var t int64
+		var data, ms, patch, offered string
+		if err := rows.Scan(&e.Seq, &t, &e.Kind, &e.Action, &e.From, &e.To, &e.Actor, &e.State, &e.Status, &data, &ms, &e.Error, &patch, &offered, &e.WorkflowVersion, &e.Reason); err != nil {
+			return nil, fmt.Errorf("sqlite: events: %w", err)
+		}
+		e.Time = fromNanos(t)
+		list, err := parseMilestones(ms)
+		if err != nil {
+			return nil, err
+		}
+		if data != "" {
+			e.Data, e.Milestones = json.RawMessage(data), list
+		} else {
+			e.Patch, e.Added = json.RawMessage(patch), list
+		}
+		if e.Offered, err = parseOffered(offered); err != nil {
+			return nil, err
+		}
+		more, err := fold.Add(e)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		if !more {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: events: %w", err)
+	}
+	return fold.Events(), nil
+}
+
+// CountRuns implements store.RunStore: it reads the counts the triggers
+// of table runs keep (migration 0004), never the runs.
+func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
+	rows, err := s.query(ctx, `SELECT workflow_id, status, n FROM run_counts WHERE n != 0 ORDER BY workflow_id, status`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: count runs: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
+	out := []store.RunCount{}
 	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
+		var c store.RunCount
+		if err := rows.Scan(&c.WorkflowID, &c.Status, &c.N); err != nil {
 			return nil, fmt.Errorf("sqlite: count runs: %w", err)
 		}
-		out[st] = n
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }

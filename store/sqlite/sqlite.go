@@ -177,12 +177,6 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if err != nil {
 			return err
 		}
-		if step := goSteps[v]; step != nil {
-			if err := step(ctx, tx); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("migration %s: %w", base, err)
-			}
-		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migration %s: %w", base, err)
@@ -196,30 +190,6 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
-}
-
-// goSteps are parts of migrations that SQL alone cannot say, run in the
-// migration's transaction before its file.
-var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	5: addColumnIfMissing("events", "workflow_version", `TEXT NOT NULL DEFAULT ''`),
-}
-
-// addColumnIfMissing adds column to table unless the table has it already
-// (SQLite has no ADD COLUMN IF NOT EXISTS).
-func addColumnIfMissing(table, column, decl string) func(ctx context.Context, tx *sql.Tx) error {
-	return func(ctx context.Context, tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n); err != nil {
-			return fmt.Errorf("columns of %s: %w", table, err)
-		}
-		if n > 0 {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column+` `+decl); err != nil {
-			return fmt.Errorf("add %s.%s: %w", table, column, err)
-		}
-		return nil
-	}
 }
 
 // write runs fn in the writer's transaction (inside its own savepoint) and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,7 +20,31 @@ func LedgerStore(t *testing.T, newStore func(t *testing.T) store.LedgerStore) {
 		{"LedgerBuildError", testLedgerBuildError},
 		{"LedgerConcurrentSeq", testLedgerConcurrentSeq},
 		{"LedgerLatestAndReplay", testLedgerLatestAndReplay},
+		{"LedgerHistoryPages", testLedgerHistoryPages},
 	})
+}
+
+// testLedgerHistoryPages: a key's history pages by seq and limit, and a
+// page of large records ends once their bodies reach store.MaxPageBytes.
+func testLedgerHistoryPages(t *testing.T, s store.LedgerStore) {
+	big := `{"type":"directory_row","pad":"` + strings.Repeat("p", 5<<20) + `"}`
+	for i := 0; i < 5; i++ {
+		appendRec(t, s, "k", "directory_row", fmt.Sprintf("inv_%d", i), func(r *store.LedgerRecord) { r.Body = json.RawMessage(big) })
+		appendRec(t, s, "other", "directory_row", fmt.Sprintf("inv_o%d", i), nil)
+	}
+	h, err := s.LedgerHistory(ctx(), "k", 0, 2)
+	if err != nil || len(h) != 2 || h[0].InvID != "inv_0" || h[1].InvID != "inv_1" {
+		t.Fatalf("LedgerHistory(k, 0, 2) = %d records, %v", len(h), err)
+	}
+	h, err = s.LedgerHistory(ctx(), "k", h[1].Seq, 0)
+	if err != nil || len(h) != 3 {
+		t.Fatalf("LedgerHistory after the second: %d records, %v", len(h), err)
+	}
+	// 5 MiB bodies: a page ends with the record that reaches 16 MiB.
+	h, err = s.LedgerHistory(ctx(), "k", 0, 100)
+	if err != nil || len(h) != 4 {
+		t.Fatalf("a page of 5 MiB records: %d records, %v; want 4 (bounded in bytes)", len(h), err)
+	}
 }
 
 // Record builds a ledger record for tests.
@@ -56,12 +81,22 @@ func testLedgerAppend(t *testing.T, s store.LedgerStore) {
 	if err != nil || got.Key != "row-a" || string(got.Body) != `{"type":"directory_row"}` || !got.Timestamp.Equal(t0) || got.EntryHash != a.EntryHash {
 		t.Fatalf("LedgerRecord = %+v, %v", got, err)
 	}
-	h, err := s.LedgerHistory(ctx(), "row-a")
+	h, err := s.LedgerHistory(ctx(), "row-a", 0, 0)
 	if err != nil || len(h) != 2 || h[0].InvID != "inv_1" || h[1].InvID != "inv_2" {
 		t.Fatalf("LedgerHistory = %+v, %v", h, err)
 	}
-	if _, err := s.LedgerHistory(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.LedgerHistory(ctx(), "nope", 0, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("LedgerHistory(missing) = %v", err)
+	}
+	if h, err := s.LedgerHistory(ctx(), "row-a", 2, 0); err != nil || len(h) != 0 {
+		t.Fatalf("LedgerHistory after the last = %+v, %v; want an empty page", h, err)
+	}
+	head, err := s.LedgerHead(ctx(), "row-a")
+	if err != nil || head.InvID != "inv_2" {
+		t.Fatalf("LedgerHead = %+v, %v", head, err)
+	}
+	if _, err := s.LedgerHead(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("LedgerHead(missing) = %v", err)
 	}
 	if _, err := s.LedgerRecord(ctx(), "inv_x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("LedgerRecord(missing) = %v", err)
@@ -121,7 +156,7 @@ func testLedgerConcurrentSeq(t *testing.T, s store.LedgerStore) {
 	}
 	// Every key's history links each record to its predecessor.
 	for k := 0; k < 7; k++ {
-		h, _ := s.LedgerHistory(ctx(), fmt.Sprintf("key-%d", k))
+		h, _ := s.LedgerHistory(ctx(), fmt.Sprintf("key-%d", k), 0, 0)
 		for i := 1; i < len(h); i++ {
 			if h[i].Supersedes != h[i-1].InvID {
 				t.Fatalf("key-%d record %d supersedes %q, want %q", k, i, h[i].Supersedes, h[i-1].InvID)

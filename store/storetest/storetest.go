@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,8 @@ func RunStore(t *testing.T, newStore func(t *testing.T) store.RunStore) {
 		{"EventsPaging", testEventsPaging},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"CountRuns", testCountRuns},
+		{"EventLayout", testEventLayout},
+		{"EventsPageBytes", testEventsPageBytes},
 		{"StaleRunsAndDelete", testStaleRunsAndDelete},
 	})
 }
@@ -361,8 +364,28 @@ func testCountRuns(t *testing.T, s store.RunStore) {
 		t.Fatal(err)
 	}
 	got, err := s.CountRuns(ctx())
-	if err != nil || got[""] != 1 || got["failed"] != 1 {
-		t.Fatalf("CountRuns = %v, %v", got, err)
+	want := []store.RunCount{{WorkflowID: "wf-test", N: 1}, {WorkflowID: "wf-test", Status: "failed", N: 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("CountRuns = %v, %v; want %v", got, err, want)
+	}
+	// Back to a derived status, then deleted: the counts follow.
+	r, _ = s.GetRun(ctx(), "c2")
+	c = Next(r, "x", "Z", `{}`)
+	if err := s.CommitRun(ctx(), 2, c).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	other := NewRun("c3")
+	other.Run.WorkflowID = "wf-other"
+	if err := s.CreateRun(ctx(), other); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx(), "c1", 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.CountRuns(ctx())
+	want = []store.RunCount{{WorkflowID: "wf-other", N: 1}, {WorkflowID: "wf-test", N: 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("CountRuns after commit, create and delete = %v, %v; want %v", got, err, want)
 	}
 }
 
@@ -455,7 +478,7 @@ func testStaleRunsAndDelete(t *testing.T, s store.RunStore) {
 		t.Fatalf("a re-created run has old events: %v %v", evs, err)
 	}
 	counts, _ := s.CountRuns(ctx())
-	if total := counts[""]; total != 5 {
+	if len(counts) != 1 || counts[0].N != 5 {
 		t.Fatalf("runs counted after delete and re-create: %v", counts)
 	}
 }

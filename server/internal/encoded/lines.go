@@ -18,7 +18,19 @@ func EventLine(e *engine.Engine, def *workflow.Definition, ev *store.Event, base
 	if err != nil {
 		return nil, err
 	}
-	b, err := protocol.StreamFrame{ID: ev.Seq, Frame: f}.AppendJSON(make([]byte, 0, 1024))
+	return FrameLine(ev.Seq, f)
+}
+
+// FrameLine returns the NDJSON stream line of frame f with id id, with the
+// trailing newline.
+func FrameLine(id int64, f protocol.Frame) ([]byte, error) {
+	return AppendFrameLine(make([]byte, 0, 1024), id, f)
+}
+
+// AppendFrameLine appends FrameLine(id, f) to dst (a stream replaying its
+// backlog encodes every frame into one buffer).
+func AppendFrameLine(dst []byte, id int64, f protocol.Frame) ([]byte, error) {
+	b, err := protocol.StreamFrame{ID: id, Frame: f}.AppendJSON(dst)
 	if err != nil {
 		return nil, &protocol.Error{Code: protocol.EInternal, Hint: "could not encode a stream frame", Err: err}
 	}

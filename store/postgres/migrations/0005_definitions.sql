@@ -1,8 +1,8 @@
 -- Workflow versions: every definition served (body is json, not jsonb: the
 -- exact canonical bytes its version hashes), and the version each run is
 -- pinned to ('' for runs stored before versions existed, until the first
--- start after the upgrade pins them). events.workflow_version is a
--- migrated event's new version; an earlier migration may have added it.
+-- start after the upgrade pins them). events.workflow_version (the
+-- version created and migrated events pin) comes from 0004.
 CREATE TABLE definitions (
     workflow_id  text COLLATE "C" NOT NULL,
     version      text COLLATE "C" NOT NULL,
@@ -12,7 +12,6 @@ CREATE TABLE definitions (
     PRIMARY KEY (workflow_id, version)
 );
 ALTER TABLE runs ADD COLUMN workflow_version text COLLATE "C" NOT NULL DEFAULT '';
-ALTER TABLE events ADD COLUMN IF NOT EXISTS workflow_version text NOT NULL DEFAULT '';
 CREATE INDEX runs_workflow_version ON runs (workflow_id, workflow_version, id);
 -- Standing migrations: runs that were processing when migrated move once
 -- their tasks settle.

@@ -1,8 +1,7 @@
 -- Workflow versions: every definition served, and the version each run is
 -- pinned to ('' for runs stored before versions existed, until the first
 -- start after the upgrade pins them). The column events.workflow_version
--- (a migrated event's new version) is added in Go before this file runs,
--- when an earlier migration has not added it (store/sqlite/sqlite.go).
+-- (the version created and migrated events pin) comes from 0004.
 CREATE TABLE definitions (
     workflow_id  TEXT NOT NULL,
     version      TEXT NOT NULL,
