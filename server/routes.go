@@ -126,6 +126,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "hint": protocol.ErrorHint(err)})
+			return
+		}
+	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

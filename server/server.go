@@ -69,6 +69,10 @@ type Options struct {
 	// Middleware wraps the API handler (outermost first), inside request
 	// logging and panic recovery and outside authentication.
 	Middleware []func(http.Handler) http.Handler
+	// Ready, when set, is asked by GET /readyz: a non-nil error (whose
+	// protocol hint is shown) answers 503 (the ledger's full check at
+	// start has not finished).
+	Ready func() error
 }
 
 // Server is the ASMP HTTP API for one engine.

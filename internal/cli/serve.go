@@ -22,6 +22,7 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/gctune"
 	"github.com/asmp-dev/asmp/oip"
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
@@ -52,6 +53,8 @@ type serveFlags struct {
 	gcFloor    int64
 	retention  time.Duration
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
+	rotateKey  bool
+	resetHead  bool
 }
 
 func init() { register(newServeCmd) }
@@ -99,6 +102,8 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.IntVar(&f.maxDepth, "max-depth", server.DefaultMaxDepth, "JSON nesting limit of request bodies")
 	fl.DurationVar(&f.retention, "retention", 0, "delete ended runs (completed or failed) with their events and tasks once unchanged this long, e.g. 720h; 0 keeps every run (the OIP ledger is never pruned)")
 	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits instead of doubling the live heap (0 = Go's default; ignored when GOGC is set)")
+	fl.BoolVar(&f.rotateKey, "ledger-rotate-key", false, "start although the ledger's signing key file is missing or another: create a new key and append a key-rotation record naming the old and the new key")
+	fl.BoolVar(&f.resetHead, "ledger-reset-head", false, "start although the ledger head file is missing or ahead of the database (a database restored from a backup on purpose): rewrite it from the database's newest checkpoint")
 	addExecFlags(cmd, &f.exec)
 	return cmd
 }
@@ -243,7 +248,15 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return err
 	}
-	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor})
+	tampered := make(chan error, 1)
+	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor,
+		RotateKey: f.rotateKey, ResetHead: f.resetHead,
+		OnTamper: func(err error) {
+			select {
+			case tampered <- err:
+			default:
+			}
+		}})
 	if err != nil {
 		return fmt.Errorf("opening the OIP ledger: %w", err)
 	}
@@ -267,6 +280,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		RateLimit:           rateLimit,
 		RateBurst:           f.rateBurst,
 		MaxStreamsPerClient: f.maxStreams,
+		Ready:               ledgerReady(ledger),
 	}
 	authDesc := "none (open server: every caller holds every scope)"
 	if tokens.Len() > 0 {
@@ -322,10 +336,16 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	go verifyLedger(ledger, log)
 	select {
 	case err := <-errc:
 		workers.Stop(0)
 		return fmt.Errorf("serve: %w", err)
+	case err := <-tampered:
+		log.Error("stopping: the ledger failed its integrity check", "err", err)
+		workers.Stop(0)
+		_ = hs.Close()
+		return err
 	case <-sigCtx.Done():
 	}
 	log.Info("shutting down", "grace", f.grace)
@@ -339,4 +359,32 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	eng.Hub().CloseAll()
 	log.Info("stopped")
 	return nil
+}
+
+// ledgerReady is /readyz's ledger condition: ready once the full check
+// of the ledger that start-up left to the background has passed.
+func ledgerReady(l *oip.Service) func() error {
+	return func() error {
+		if l.Ready() {
+			return nil
+		}
+		return protocol.Errorf(protocol.EUnavailable, "The ledger's records are still being checked after start (progress in the server log).")
+	}
+}
+
+// verifyLedger runs the ledger's full check in the background, logging
+// its progress; a failure reaches the server through OnTamper.
+func verifyLedger(l *oip.Service, log *slog.Logger) {
+	last := time.Now()
+	err := l.Verify(context.Background(), func(done, total int64) {
+		if time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			log.Info("checking the ledger", "records_checked", done, "of", total)
+		}
+	})
+	if err != nil {
+		log.Error("the ledger's full check did not finish", "err", err)
+		return
+	}
+	log.Info("ledger checked: every record matches its signed checkpoints")
 }

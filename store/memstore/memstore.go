@@ -24,7 +24,7 @@ type Store struct {
 	byInv  map[string]int64   // inv_ID -> seq
 	byKey  map[string][]int64 // key -> seqs, oldest first
 	replay map[string][]string
-	lmu    sync.Mutex // serialises ledger appends
+	lmu    sync.Mutex               // serialises ledger appends
 	cks    []store.LedgerCheckpoint // by tree size, ascending
 	vsize  int64                    // LedgerVerified
 }
