@@ -162,7 +162,7 @@ func newChecker(st store.Store, from store.LedgerCheckpoint) (*checker, error) {
 }
 
 // run checks the records after c.last up to size, and every stored
-// checkpoint up to size. The newest checkpoint must be of size.
+// checkpoint up to size; size must be a checkpoint's.
 func (c *checker) run(ctx context.Context, size int64) error {
 	start := int64(c.rng.End())
 	for from := start + 1; from <= size; {
@@ -185,15 +185,6 @@ func (c *checker) run(ctx context.Context, size int64) error {
 		from = int64(c.rng.End()) + 1
 		if c.progress != nil {
 			c.progress(from-1-start, size-start)
-		}
-	}
-	if err := c.loadCheckpoints(ctx); err != nil {
-		return err
-	}
-	if len(c.cks) > 0 {
-		ck := c.cks[0]
-		if ck.TreeSize > size {
-			return &TamperError{Seq: size + 1, What: fmt.Sprintf("a checkpoint of tree size %d is stored but the ledger holds %d records: records %d..%d were removed", ck.TreeSize, size, size+1, ck.TreeSize), Hint: tamperHint}
 		}
 	}
 	if c.last.TreeSize != size {
@@ -329,11 +320,11 @@ func Check(ctx context.Context, st store.Store, opts *CheckOptions) (CheckReport
 		}
 		return rep, err
 	}
-	n, err := st.LedgerSize(ctx)
-	if err != nil {
-		return fail(fmt.Errorf("oip: ledger size: %w", err))
-	}
+	_, n, err := newestCheckpoint(ctx, st)
 	rep.Records = n
+	if err != nil {
+		return fail(err)
+	}
 	if o.HeadPath != "" {
 		head, ok, err := readHead(o.HeadPath)
 		if err != nil {
@@ -359,4 +350,43 @@ func Check(ctx context.Context, st store.Store, opts *CheckOptions) (CheckReport
 	rep.RootHash = c.last.RootHash
 	rep.OK = true
 	return rep, nil
+}
+
+// newestCheckpoint returns the newest stored checkpoint (nil when none)
+// and the ledger's size, which must be that checkpoint's: records and
+// their checkpoint are committed together. The checkpoint is read first,
+// so that an append committed in between (by another replica) shows as a
+// larger size, read again, never as a false truncation.
+func newestCheckpoint(ctx context.Context, st store.Store) (*store.LedgerCheckpoint, int64, error) {
+	for attempt := 0; ; attempt++ {
+		var latest *store.LedgerCheckpoint
+		ck, err := st.LatestLedgerCheckpoint(ctx)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, 0, fmt.Errorf("oip: read checkpoint: %w", err)
+		default:
+			latest = &ck
+		}
+		n, err := st.LedgerSize(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("oip: ledger size: %w", err)
+		}
+		size := int64(0)
+		if latest != nil {
+			size = latest.TreeSize
+		}
+		switch {
+		case size == n:
+			return latest, n, nil
+		case size > n:
+			return latest, n, &TamperError{Seq: n + 1, What: fmt.Sprintf("the newest stored checkpoint is of tree size %d but the ledger holds %d records: records %d..%d were removed", size, n, n+1, size), Hint: tamperHint}
+		case attempt < 3:
+			continue // an append committed between the two reads
+		case latest == nil:
+			return nil, n, checkpointFault("the ledger holds %d records but no stored checkpoint (the checkpoints were removed)", n)
+		default:
+			return latest, n, checkpointFault("no stored checkpoint covers records %d..%d (the checkpoint of tree size %d was removed)", size+1, n, n)
+		}
+	}
 }

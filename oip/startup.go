@@ -23,18 +23,14 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 	if err != nil {
 		return err
 	}
-	latest, err := s.st.LatestLedgerCheckpoint(ctx)
-	none := errors.Is(err, store.ErrNotFound)
-	if err != nil && !none {
-		return fmt.Errorf("oip: read checkpoint: %w", err)
+	newest, n, err := newestCheckpoint(ctx, s.st)
+	if err != nil {
+		return err
 	}
-	switch {
-	case none && n > 0:
-		return checkpointFault("the ledger holds %d records but no stored checkpoint (the checkpoints were removed)", n)
-	case !none && latest.TreeSize > n:
-		return &TamperError{Seq: n + 1, What: fmt.Sprintf("the newest stored checkpoint is of tree size %d but the ledger holds %d records: records %d..%d were removed", latest.TreeSize, n, n+1, latest.TreeSize), Hint: tamperHint}
-	case !none && latest.TreeSize < n:
-		return checkpointFault("no stored checkpoint covers records %d..%d (the checkpoint of tree size %d was removed)", latest.TreeSize+1, n, n)
+	none := newest == nil
+	var latest store.LedgerCheckpoint
+	if !none {
+		latest = *newest
 	}
 	rotate := false
 	if !none {

@@ -329,11 +329,13 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.publicURL != "" {
 		url = f.publicURL
 	}
+	// Catch signals before saying we listen: a SIGTERM sent on that line
+	// is a clean stop.
+	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fmt.Fprintf(env.Stderr, "asmp %s listening on http://%s\n", version(), ln.Addr())
 	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
 
-	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	go verifyLedger(ledger, log)
