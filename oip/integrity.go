@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -56,6 +57,8 @@ func checkpointFault(format string, args ...any) *TamperError {
 	return &TamperError{What: fmt.Sprintf(format, args...), Hint: tamperHint}
 }
 
+// rangeFactory makes compact Merkle ranges. A range appends in place into
+// the hash slice it is given: give it a copy of a stored checkpoint's.
 var rangeFactory = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 
 // checkRecord checks one stored record against its stored canonical
@@ -91,7 +94,7 @@ func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord)
 	var prevSize int64
 	if prev != nil {
 		var err error
-		if r, err = rangeFactory.NewRange(0, uint64(prev.TreeSize), prev.Range); err != nil {
+		if r, err = rangeFactory.NewRange(0, uint64(prev.TreeSize), slices.Clone(prev.Range)); err != nil {
 			return store.LedgerCheckpoint{}, checkpointFault("the stored checkpoint of tree size %d has a broken Merkle range: %v", prev.TreeSize, err)
 		}
 		prevSize = prev.TreeSize
@@ -119,7 +122,7 @@ func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord)
 	}
 	return store.LedgerCheckpoint{
 		TreeSize: size, PrevSize: prevSize, RootHash: hex.EncodeToString(root), Note: n,
-		PublicKey: s.key.vkey, Range: r.Hashes(), Time: s.now().UTC(),
+		PublicKey: s.key.vkey, Range: slices.Clone(r.Hashes()), Time: s.now().UTC(),
 	}, nil
 }
 
@@ -153,7 +156,7 @@ func newChecker(st store.Store, from store.LedgerCheckpoint) (*checker, error) {
 		c.rng = rangeFactory.NewEmptyRange(0)
 		return c, nil
 	}
-	r, err := rangeFactory.NewRange(0, uint64(from.TreeSize), from.Range)
+	r, err := rangeFactory.NewRange(0, uint64(from.TreeSize), slices.Clone(from.Range))
 	if err != nil {
 		return nil, checkpointFault("the stored checkpoint of tree size %d has a broken Merkle range: %v", from.TreeSize, err)
 	}
