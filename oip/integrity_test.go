@@ -237,26 +237,49 @@ func TestReceiptWithProof(t *testing.T) {
 	}
 }
 
-// The legacy upgrade refuses a record whose entry_hash does not match.
-func TestUpgradeRefusesBadHash(t *testing.T) {
+// legacyLedger is a ledger of n records as an earlier release wrote it:
+// no canonical bytes, no checkpoints. edit, when set, changes records
+// after they were hashed.
+func legacyLedger(t *testing.T, n int, edit ...func(*store.LedgerRecord)) store.Store {
+	t.Helper()
 	st := memstore.New()
-	svc := newService(t, st, nil)
-	dispatchN(t, svc, 0, 3)
+	dispatchN(t, newService(t, st, nil), 0, n)
 	legacy := memstore.New()
-	recs, _ := st.LedgerRange(context.Background(), 1, 4)
+	recs, _ := st.LedgerRange(context.Background(), 1, int64(n)+1)
 	for _, r := range recs {
-		r.Canonical = nil // as an earlier release wrote it
-		if r.Seq == 2 {
-			r.Source = "someone else"
+		r.Canonical = nil
+		for _, e := range edit {
+			e(&r)
 		}
 		if _, err := legacy.AppendLedger(context.Background(), r.Key, func(store.LedgerPrev) (store.LedgerRecord, error) { return r, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return legacy
+}
+
+// The upgrade of an earlier release's ledger checks every entry_hash
+// before storing canonical bytes, and then stores one checkpoint.
+func TestUpgradeRefusesBadHash(t *testing.T) {
+	legacy := legacyLedger(t, 3, func(r *store.LedgerRecord) {
+		if r.Seq == 2 {
+			r.Source = "someone else"
+		}
+	})
 	_, err := New(legacy, nil)
 	var te *TamperError
-	if !errors.As(err, &te) || te.Seq != 2 {
+	if !errors.As(err, &te) || te.Seq != 2 || !strings.Contains(err.Error(), "does not match its content") {
 		t.Fatalf("New on a legacy ledger with a bad hash: %v", err)
+	}
+	good := legacyLedger(t, 3)
+	if _, err := New(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cks, _ := good.LedgerCheckpoints(context.Background(), 0, 0); len(cks) != 1 || cks[0].TreeSize != 3 {
+		t.Fatalf("checkpoints after the upgrade: %+v", cks)
+	}
+	if first, _ := good.LedgerUncanonical(context.Background()); first != 0 {
+		t.Fatalf("record %d still has no canonical bytes", first)
 	}
 }
 

@@ -148,12 +148,12 @@ func (s *Service) upgrade(ctx context.Context, n int64) (bool, error) {
 			return false, fmt.Errorf("oip: upgrade ledger: %w", err)
 		}
 		if len(recs) == 0 {
-			return false, recordFault(from, "is missing (the ledger ends at %d)", from-1)
+			return false, recordFault(from, "is missing from the ledger being upgraded (it ends at %d)", from-1)
 		}
 		canon := map[int64][]byte{}
 		for _, sr := range recs {
 			if sr.Seq != from {
-				return false, recordFault(from, "is missing (the next record stored has seq %d)", sr.Seq)
+				return false, recordFault(from, "is missing from the ledger being upgraded (the next record stored has seq %d)", sr.Seq)
 			}
 			c := sr.Canonical
 			if c == nil {
