@@ -173,7 +173,9 @@ func TestEditedRecordIsNeverServed(t *testing.T) {
 	cs := &countingStore{Store: st}
 	svc := newService(t, cs, &Options{OnTamper: func(err error) { tampered = err }})
 	rc := dispatchN(t, svc, 0, 2)[1]
-	cs.edit = func(r *store.LedgerRecord) { r.Body = json.RawMessage(strings.Replace(string(r.Body), "Say it.", "Say no.", 1)) }
+	cs.edit = func(r *store.LedgerRecord) {
+		r.Body = json.RawMessage(strings.Replace(string(r.Body), "Say it.", "Say no.", 1))
+	}
 	_, err := svc.Record(context.Background(), rc.InvID)
 	var te *TamperError
 	if err == nil || !errors.As(tampered, &te) || te.Seq != 2 {

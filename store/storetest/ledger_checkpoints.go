@@ -137,7 +137,9 @@ func testSignErrorAborts(t *testing.T, s store.Store) {
 		r := Record(p, "b", "directory_row", "inv_2")
 		r.Canonical = []byte(canonicalOf("inv_2"))
 		return r, nil
-	}, func(*store.LedgerCheckpoint, []store.LedgerRecord) (store.LedgerCheckpoint, error) { return store.LedgerCheckpoint{}, boom })
+	}, func(*store.LedgerCheckpoint, []store.LedgerRecord) (store.LedgerCheckpoint, error) {
+		return store.LedgerCheckpoint{}, boom
+	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("AppendLedgerSigned with a failing signer = %v, want its error", err)
 	}
