@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -323,3 +324,34 @@ func TestKeyChangeWithoutRotationFails(t *testing.T) {
 }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(TimeFormat, s) }
+
+// Records appended after the last full check are checked in the
+// background once there are enough, so that start-up stays bounded.
+func TestVerifiedSizeAdvances(t *testing.T) {
+	st := memstore.New()
+	opts := &Options{KeyPath: filepath.Join(t.TempDir(), "ledger.key")}
+	svc := newService(t, st, opts)
+	svc.verifyEvery = 10
+	dispatchN(t, svc, 0, 25)
+	// A check running while the last appends came skips them: append
+	// until one starts after the 20th record.
+	for i := 25; i < 1000; i++ {
+		for svc.advancing.Load() {
+			runtime.Gosched()
+		}
+		if svc.verified.Load() >= 20 {
+			break
+		}
+		dispatchN(t, svc, i, 1)
+	}
+	v, _ := st.LedgerVerified(context.Background())
+	n := size(t, st)
+	if v < 20 {
+		t.Fatalf("verified size %d after %d appends", v, n)
+	}
+	cs := &countingStore{Store: st}
+	newService(t, cs, opts)
+	if cs.reads != n-v {
+		t.Fatalf("start-up read %d records, want the %d after the last full check", cs.reads, n-v)
+	}
+}

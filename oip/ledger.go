@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -123,6 +124,12 @@ type Service struct {
 	vErr     error
 	ready    chan struct{} // closed when the full pass succeeded
 	failed   chan struct{} // closed when it failed
+	// verified is the tree size of the last full check; once verifyEvery
+	// records are appended after it, they are checked in the background
+	// (advancing is set meanwhile), so start-up never has more to check.
+	verified    atomic.Int64
+	verifyEvery int64
+	advancing   atomic.Bool
 
 	ckMu sync.Mutex
 	ck   Checkpoint // the last checkpoint signed, reused while the size holds
@@ -157,6 +164,8 @@ func New(st store.Store, opts *Options) (*Service, error) {
 		onTamper: o.OnTamper,
 		ready:    make(chan struct{}),
 		failed:   make(chan struct{}),
+
+		verifyEvery: defaultVerifyEvery,
 	}
 	if o.KeyPath != "" {
 		s.headPath = HeadPath(o.KeyPath)
@@ -293,6 +302,7 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 	}
 	s.addLeaf(built.Seq, leaf)
 	s.advanceHead(ck)
+	s.maybeAdvanceVerified(ck.TreeSize)
 	return built, nil
 }
 

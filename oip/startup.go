@@ -71,12 +71,14 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 		return err
 	}
 	s.base = n
+	s.verified.Store(from.TreeSize)
 	if c.full != nil {
 		s.installTree(*c.full)
 		s.vOnce.Do(func() {})
 		if err := s.st.SetLedgerVerified(ctx, n); err != nil {
 			return fmt.Errorf("oip: verified size: %w", err)
 		}
+		s.verified.Store(n)
 	}
 	if rotate {
 		if err := s.rotateKey(ctx, latest); err != nil {
@@ -290,6 +292,8 @@ func (s *Service) verifyAll(ctx context.Context, progress func(done, total int64
 	s.installTree(*c.full)
 	if err := s.st.SetLedgerVerified(ctx, s.base); err != nil {
 		s.log.Warn("recording the verified ledger size failed", "err", err)
+	} else if s.base > s.verified.Load() {
+		s.verified.Store(s.base)
 	}
 	return s.catchUp(ctx)
 }
@@ -351,4 +355,60 @@ func (s *Service) tamper(err error) {
 			s.onTamper(err)
 		}
 	})
+}
+
+// defaultVerifyEvery is how many records may follow the last full check
+// before they are checked in the background: start-up checks at most
+// about that many.
+const defaultVerifyEvery = 4096
+
+// maybeAdvanceVerified starts the check of the records after the last full
+// check, up to the checkpoint of size, once there are enough of them.
+func (s *Service) maybeAdvanceVerified(size int64) {
+	if !s.Ready() || size-s.verified.Load() < s.verifyEvery || !s.advancing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.advancing.Store(false)
+		if err := s.advanceVerified(context.Background(), size); err != nil {
+			var te *TamperError
+			if errors.As(err, &te) {
+				s.tamper(err)
+				return
+			}
+			s.log.Warn("checking the newest ledger records failed", "err", err)
+		}
+	}()
+}
+
+// advanceVerified checks the records from the last full check up to the
+// checkpoint of size, against their bytes, the stored checkpoints and the
+// checked tree, and records size as checked.
+func (s *Service) advanceVerified(ctx context.Context, size int64) error {
+	from := store.LedgerCheckpoint{}
+	if v := s.verified.Load(); v > 0 {
+		cks, err := s.st.LedgerCheckpoints(ctx, v-1, 1)
+		if err != nil {
+			return fmt.Errorf("oip: read checkpoints: %w", err)
+		}
+		if len(cks) != 1 || cks[0].TreeSize != v {
+			return checkpointFault("the checkpoint of tree size %d, where the ledger was last checked in full, is missing", v)
+		}
+		from = cks[0]
+	}
+	c, err := newChecker(s.st, from)
+	if err != nil {
+		return err
+	}
+	if err := c.run(ctx, size); err != nil {
+		return err
+	}
+	if root, err := s.root(size); err == nil && hex.EncodeToString(root) != c.last.RootHash {
+		return checkpointFault("the checkpoint of tree size %d has root %s, the checked tree %x", size, c.last.RootHash, root)
+	}
+	if err := s.st.SetLedgerVerified(ctx, size); err != nil {
+		return fmt.Errorf("oip: verified size: %w", err)
+	}
+	s.verified.Store(size)
+	return nil
 }

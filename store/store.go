@@ -265,9 +265,10 @@ type Store interface {
 	SetLedgerCanonical(ctx context.Context, canonical map[int64][]byte) error
 
 	// LedgerVerified returns the tree size up to which the ledger was
-	// last checked in full (0 when never); SetLedgerVerified records it.
+	// last checked in full (0 when never).
 	LedgerVerified(ctx context.Context) (int64, error)
-	// SetLedgerVerified records the size of the last full check.
+	// SetLedgerVerified records the size of a full check; it never lowers
+	// the size recorded (replicas check concurrently).
 	SetLedgerVerified(ctx context.Context, size int64) error
 }
 

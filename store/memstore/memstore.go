@@ -535,7 +535,7 @@ func (s *Store) LedgerVerified(ctx context.Context) (int64, error) {
 func (s *Store) SetLedgerVerified(ctx context.Context, size int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vsize = size
+	s.vsize = max(s.vsize, size)
 	return nil
 }
 

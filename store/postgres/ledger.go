@@ -247,7 +247,7 @@ func (s *Store) LedgerVerified(ctx context.Context) (int64, error) {
 // SetLedgerVerified implements store.Store.
 func (s *Store) SetLedgerVerified(ctx context.Context, size int64) error {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO ledger_state (id, verified_size) VALUES (1, $1)
-		ON CONFLICT (id) DO UPDATE SET verified_size = excluded.verified_size`, size); err != nil {
+		ON CONFLICT (id) DO UPDATE SET verified_size = GREATEST(ledger_state.verified_size, excluded.verified_size)`, size); err != nil {
 		return fmt.Errorf("postgres: verified size: %w", err)
 	}
 	return nil

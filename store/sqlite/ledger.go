@@ -236,7 +236,7 @@ func (s *Store) LedgerVerified(ctx context.Context) (int64, error) {
 func (s *Store) SetLedgerVerified(ctx context.Context, size int64) error {
 	return s.write(ctx, func(tx wtx) error {
 		if _, err := tx.Exec(`INSERT INTO ledger_state (id, verified_size) VALUES (1, ?)
-			ON CONFLICT (id) DO UPDATE SET verified_size = excluded.verified_size`, size); err != nil {
+			ON CONFLICT (id) DO UPDATE SET verified_size = MAX(verified_size, excluded.verified_size)`, size); err != nil {
 			return fmt.Errorf("sqlite: verified size: %w", err)
 		}
 		return nil

@@ -206,12 +206,12 @@ func testVerifiedSize(t *testing.T, s store.Store) {
 	if n, err := s.LedgerVerified(ctx()); err != nil || n != 0 {
 		t.Fatalf("LedgerVerified on a new store = %d, %v", n, err)
 	}
-	for _, v := range []int64{5, 3} {
-		if err := s.SetLedgerVerified(ctx(), v); err != nil {
+	for _, c := range []struct{ set, want int64 }{{5, 5}, {3, 5}, {8, 8}} {
+		if err := s.SetLedgerVerified(ctx(), c.set); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := s.LedgerVerified(ctx()); n != v {
-			t.Fatalf("LedgerVerified = %d, want %d", n, v)
+		if n, _ := s.LedgerVerified(ctx()); n != c.want {
+			t.Fatalf("LedgerVerified after setting %d = %d, want %d (never lowered)", c.set, n, c.want)
 		}
 	}
 }
