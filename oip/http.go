@@ -74,9 +74,18 @@ func (s *Service) postDispatch(w http.ResponseWriter, r *http.Request) error {
 		// not cut that answer off. The answer itself is small.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
+	withProof, err := boolParam(r.URL.Query(), "proof")
+	if err != nil {
+		return err
+	}
 	rc, err := s.DispatchJSON(r.Context(), b)
 	if err != nil {
 		return err
+	}
+	if withProof {
+		if rc.Checkpoint, rc.Proof, err = s.Evidence(r.Context(), rc.InvID, rc.Seq); err != nil {
+			return err
+		}
 	}
 	w.Header().Set("Location", "/api/dispatch?receipt="+url.QueryEscape(rc.InvID))
 	httpx.WriteJSON(w, http.StatusCreated, rc)
@@ -100,9 +109,21 @@ func (s *Service) getDispatch(w http.ResponseWriter, r *http.Request) error {
 		if history {
 			return invalidf("history", "history applies to key=K; a receipt names one record.")
 		}
+		withProof, err := boolParam(q, "proof")
+		if err != nil {
+			return err
+		}
 		rec, err := s.Record(r.Context(), inv)
 		if err != nil {
 			return err
+		}
+		if withProof {
+			ck, p, err := s.Evidence(r.Context(), rec.InvID, rec.Seq)
+			if err != nil {
+				return err
+			}
+			httpx.WriteJSON(w, http.StatusOK, withEvidence(rec, ck, p))
+			return nil
 		}
 		httpx.WriteJSON(w, http.StatusOK, rec)
 	case key != "":

@@ -3,15 +3,18 @@ package oip
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -70,6 +73,20 @@ type Options struct {
 	// Executor runs invocations dispatched with "execute": true. nil means
 	// execution is disabled: such invocations are recorded as refused.
 	Executor Executor
+	// RotateKey allows starting without the key that signed the ledger
+	// (the key file is missing or holds another key): a new key is
+	// created and a key-rotation record naming the old and the new key is
+	// appended. Without it such a start is refused.
+	RotateKey bool
+	// ResetHead accepts the database's ledger as it is when the head file
+	// (HeadPath(KeyPath)) is missing or ahead of it, and rewrites the head
+	// file from the newest stored checkpoint (after restoring a backup on
+	// purpose). Without it such a start is refused.
+	ResetHead bool
+	// OnTamper is called (once) when a record read or the background pass
+	// finds the ledger does not match what was signed; the server stops.
+	// nil only logs.
+	OnTamper func(error)
 }
 
 // Service is the OIP dispatch ledger over a store.LedgerStore: dispatch,
@@ -89,10 +106,30 @@ type Service struct {
 	idMu    sync.Mutex
 	entropy *ulid.MonotonicEntropy
 
-	mu      sync.RWMutex // guards tree and pending
+	mu      sync.RWMutex // guards tree, treeOK and pending
 	tree    tree
+	treeOK  bool // tree holds every leaf up to its size, checked
 	pending map[int64][hashSize]byte
 	loadMu  sync.Mutex // serialises catch-up reads from the store
+
+	// The integrity checks (SPEC section 16).
+	keyPath  string
+	headPath string // "" with an ephemeral key
+	headMu   sync.Mutex
+	headSize int64 // tree size of the head file last written or read
+	base     int64 // the ledger's size at start: the background pass checks 1..base
+	onTamper func(error)
+	tamperMu sync.Once
+	vOnce    sync.Once
+	vErr     error
+	ready    chan struct{} // closed when the full pass succeeded
+	failed   chan struct{} // closed when it failed
+	// verified is the tree size of the last full check; once verifyEvery
+	// records are appended after it, they are checked in the background
+	// (advancing is set meanwhile), so start-up never has more to check.
+	verified    atomic.Int64
+	verifyEvery int64
+	advancing   atomic.Bool
 
 	ckMu sync.Mutex
 	ck   Checkpoint // the last checkpoint signed, reused while the size holds
@@ -123,6 +160,15 @@ func New(st store.LedgerStore, opts *Options) (*Service, error) {
 		entropy:  ulid.Monotonic(rand.Reader, 0),
 		pending:  map[int64][hashSize]byte{},
 		builders: map[string]compiled{},
+		keyPath:  o.KeyPath,
+		onTamper: o.OnTamper,
+		ready:    make(chan struct{}),
+		failed:   make(chan struct{}),
+
+		verifyEvery: defaultVerifyEvery,
+	}
+	if o.KeyPath != "" {
+		s.headPath = HeadPath(o.KeyPath)
 	}
 	if s.origin == "" {
 		s.origin = DefaultOrigin
@@ -139,12 +185,22 @@ func New(st store.LedgerStore, opts *Options) (*Service, error) {
 	if s.maxPage <= 0 {
 		s.maxPage = DefaultMaxPage
 	}
-	var err error
+	ctx := context.Background()
+	n, err := st.LedgerSize(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oip: ledger size: %w", err)
+	}
+	if o.KeyPath != "" && n > 0 && !o.RotateKey {
+		if _, err := os.Stat(o.KeyPath); errors.Is(err, fs.ErrNotExist) {
+			return nil, &TamperError{What: fmt.Sprintf("the signing key file %s is missing but the ledger holds %d records signed with it", o.KeyPath, n),
+				Hint: "Restore the key file from the backup kept with the database's. If it is lost for good, start once with --ledger-rotate-key: a new key is created and a key-rotation record naming the old and the new key is appended, so verifiers see the change"}
+		}
+	}
 	if s.key, err = loadKey(o.KeyPath, s.origin, s.log); err != nil {
 		return nil, err
 	}
-	if err := s.catchUp(context.Background()); err != nil {
-		return nil, fmt.Errorf("oip: load ledger: %w", err)
+	if err := s.open(ctx, n, o); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -202,8 +258,9 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 	var (
 		built Record
 		leaf  [hashSize]byte
+		canon []byte
 	)
-	stored, err := s.st.AppendLedger(ctx, rec.Key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
+	stored, ck, err := s.st.AppendLedgerSigned(ctx, rec.Key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
 		r := rec
 		r.Seq = p.Seq
 		r.Supersedes = ""
@@ -214,7 +271,7 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 			r.Supersedes = p.Latest.InvID
 		}
 		var err error
-		if r.EntryHash, leaf, err = hashes(r); err != nil {
+		if r.EntryHash, leaf, canon, err = hashes(r); err != nil {
 			return store.LedgerRecord{}, err
 		}
 		built = r
@@ -226,8 +283,9 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 			InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
 			Timestamp: ts, Source: r.Source, EntryHash: r.EntryHash,
 			Supersedes: r.Supersedes, ResultOf: r.ResultOf, ReplayOf: r.ReplayOf,
+			Canonical: canon,
 		}, nil
-	})
+	}, s.sign)
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
@@ -238,11 +296,13 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 	if stored.Seq != built.Seq || stored.InvID != built.InvID {
 		// The store returned another record than the last one built.
 		built = fromStore(stored)
-		if _, leaf, err = hashes(built); err != nil {
+		if _, leaf, _, err = hashes(built); err != nil {
 			return Record{}, err
 		}
 	}
 	s.addLeaf(built.Seq, leaf)
+	s.advanceHead(ck)
+	s.maybeAdvanceVerified(ck.TreeSize)
 	return built, nil
 }
 
@@ -260,6 +320,10 @@ func (s *Service) addLeaf(seq int64, leaf [hashSize]byte) {
 	defer s.mu.Unlock()
 	size := int64(s.tree.size())
 	switch {
+	case !s.treeOK:
+		if len(s.pending) < maxPending {
+			s.pending[seq] = leaf
+		}
 	case seq <= size:
 		return // a catch-up read it already
 	case seq == size+1:
@@ -288,8 +352,16 @@ func (s *Service) drainLocked() {
 }
 
 // catchUp appends to the tree every record the store has beyond it: those
-// written by other processes, or whose appends have not returned yet.
+// written by other processes, or whose appends have not returned yet. Each
+// is checked against its canonical bytes. Before the full pass has built
+// the tree it does nothing.
 func (s *Service) catchUp(ctx context.Context) error {
+	s.mu.RLock()
+	ok := s.treeOK
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
 	n, err := s.st.LedgerSize(ctx)
 	if err != nil {
 		return fmt.Errorf("oip: ledger size: %w", err)
@@ -308,9 +380,12 @@ func (s *Service) catchUp(ctx context.Context) error {
 		if len(recs) == 0 {
 			return nil // the store reported n but has not shown them yet
 		}
-		leaves, err := s.leaves(recs)
-		if err != nil {
-			return err
+		leaves := make([][hashSize]byte, len(recs))
+		for i, sr := range recs {
+			if leaves[i], err = checkRecord(sr, sr.Seq); err != nil {
+				s.tamper(err)
+				return err
+			}
 		}
 		s.mu.Lock()
 		for i, sr := range recs {
@@ -320,7 +395,9 @@ func (s *Service) catchUp(ctx context.Context) error {
 			}
 			if sr.Seq != size+1 {
 				s.mu.Unlock()
-				return fmt.Errorf("oip: ledger has a gap: seq %d follows %d", sr.Seq, size)
+				err := recordFault(size+1, "is missing (seq %d follows %d)", sr.Seq, size)
+				s.tamper(err)
+				return err
 			}
 			s.tree.append(leaves[i])
 		}
@@ -331,33 +408,6 @@ func (s *Service) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// leaves computes the leaf hashes of stored records, on every CPU, and
-// logs records whose stored entry_hash does not match their content.
-func (s *Service) leaves(recs []store.LedgerRecord) ([][hashSize]byte, error) {
-	out := make([][hashSize]byte, len(recs))
-	workers := min(runtime.GOMAXPROCS(0), (len(recs)+63)/64)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(recs); i += workers {
-				sr := recs[i]
-				entry, leaf, err := hashes(fromStore(sr))
-				if err != nil {
-					errs[w] = fmt.Errorf("oip: ledger record %d: %w", sr.Seq, err)
-					return
-				}
-				if entry != sr.EntryHash {
-					s.log.Error("ledger record's entry_hash does not match its content", "seq", sr.Seq, "inv_ID", sr.InvID)
-				}
-				out[i] = leaf
-			}
-		})
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
-}
-
 func (s *Service) size() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -365,8 +415,11 @@ func (s *Service) size() int64 {
 }
 
 // Size returns the number of records in the ledger, after catching up
-// with the store.
+// with the store (and waiting for the full check of the ledger).
 func (s *Service) Size(ctx context.Context) (int64, error) {
+	if err := s.waitTree(ctx); err != nil {
+		return 0, err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return 0, err
 	}
@@ -491,7 +544,11 @@ func (s *Service) Record(ctx context.Context, invID string) (Record, error) {
 		}
 		return Record{}, fmt.Errorf("oip: read record: %w", err)
 	}
-	return s.withReplays(ctx, fromStore(sr))
+	r, err := s.checked(sr)
+	if err != nil {
+		return Record{}, err
+	}
+	return s.withReplays(ctx, r)
 }
 
 func (s *Service) withReplays(ctx context.Context, r Record) (Record, error) {
@@ -538,7 +595,11 @@ func (s *Service) History(ctx context.Context, key string, after int64, limit in
 	}
 	out := make([]Record, len(srs))
 	for i, sr := range srs {
-		if out[i], err = s.withReplays(ctx, fromStore(sr)); err != nil {
+		r, err := s.checked(sr)
+		if err != nil {
+			return nil, false, err
+		}
+		if out[i], err = s.withReplays(ctx, r); err != nil {
 			return nil, false, err
 		}
 	}
@@ -555,7 +616,11 @@ func (s *Service) Latest(ctx context.Context, key string) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("oip: read the key's latest record: %w", err)
 	}
-	return s.withReplays(ctx, fromStore(sr))
+	r, err := s.checked(sr)
+	if err != nil {
+		return Record{}, err
+	}
+	return s.withReplays(ctx, r)
 }
 
 // DirectoryRow is one row of the directory listing, rendered as the seed's
@@ -606,6 +671,9 @@ func (s *Service) Directory(ctx context.Context, after string, limit int) (Direc
 		}
 	}
 	for _, sr := range recs {
+		if _, err := s.checked(sr); err != nil {
+			return DirectoryPage{}, err
+		}
 		page.Rows = append(page.Rows, DirectoryRow{Key: sr.Key, Type: row.Category, Row: *s.decodeRow(sr), InvID: sr.InvID})
 	}
 	return page, nil
@@ -633,6 +701,9 @@ func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord
 	if err != nil || head.Type != TypeDirectoryRow {
 		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", protocol.Truncate(key, 140), TypeDirectoryRow).
 			With("field", "object_key")
+	}
+	if _, err := s.checked(head); err != nil {
+		return store.LedgerRecord{}, err
 	}
 	return head, nil
 }
@@ -686,34 +757,68 @@ func (s *Service) Command(ctx context.Context, key string, input map[string]any)
 	return b.Build(input)
 }
 
-// Checkpoint returns the signed checkpoint of the ledger's current tree,
-// after catching up with the store.
+// Checkpoint returns the newest checkpoint stored in the ledger (signed
+// in the transaction of the records it covers); for an empty ledger, the
+// signed checkpoint of the empty tree.
 func (s *Service) Checkpoint(ctx context.Context) (Checkpoint, error) {
-	if err := s.catchUp(ctx); err != nil {
-		return Checkpoint{}, err
+	ck, err := s.st.LatestLedgerCheckpoint(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.signEmpty()
 	}
-	return s.checkpointAt(s.size())
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("oip: read checkpoint: %w", err)
+	}
+	return wireCheckpoint(s.origin, ck), nil
 }
 
-// checkpointAt signs the checkpoint of the tree's first size leaves.
-func (s *Service) checkpointAt(size int64) (Checkpoint, error) {
-	s.ckMu.Lock()
-	defer s.ckMu.Unlock()
-	if s.ck.Note != "" && s.ck.TreeSize == size {
-		return s.ck, nil
+func (s *Service) signEmpty() (Checkpoint, error) {
+	root := sha256.Sum256(nil)
+	n, err := s.key.sign(s.origin, 0, root[:])
+	if err != nil {
+		return Checkpoint{}, err
 	}
+	return Checkpoint{Origin: s.origin, TreeSize: 0, RootHash: hex.EncodeToString(root[:]), Note: n, PublicKey: s.key.vkey}, nil
+}
+
+// checkpointAt returns the checkpoint of the tree's first size leaves:
+// the stored one when an append signed that size (checked against the
+// verified tree), else one signed now from the verified tree.
+func (s *Service) checkpointAt(ctx context.Context, size int64) (Checkpoint, error) {
+	s.ckMu.Lock()
+	if s.ck.Note != "" && s.ck.TreeSize == size {
+		ck := s.ck
+		s.ckMu.Unlock()
+		return ck, nil
+	}
+	s.ckMu.Unlock()
 	root, err := s.root(size)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	n, err := s.key.sign(s.origin, uint64(size), root)
+	var ck Checkpoint
+	stored, err := s.st.LedgerCheckpoints(ctx, size-1, 1)
 	if err != nil {
-		return Checkpoint{}, err
+		return Checkpoint{}, fmt.Errorf("oip: read checkpoint: %w", err)
 	}
-	ck := Checkpoint{Origin: s.origin, TreeSize: size, RootHash: hex.EncodeToString(root), Note: n, PublicKey: s.key.vkey}
+	if len(stored) == 1 && stored[0].TreeSize == size {
+		if stored[0].RootHash != hex.EncodeToString(root) {
+			err := checkpointFault("the stored checkpoint of tree size %d has root %s, the verified records make %x", size, stored[0].RootHash, root)
+			s.tamper(err)
+			return Checkpoint{}, err
+		}
+		ck = wireCheckpoint(s.origin, stored[0])
+	} else {
+		n, err := s.key.sign(s.origin, uint64(size), root)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		ck = Checkpoint{Origin: s.origin, TreeSize: size, RootHash: hex.EncodeToString(root), Note: n, PublicKey: s.key.vkey}
+	}
+	s.ckMu.Lock()
 	if size >= s.ck.TreeSize {
 		s.ck = ck
 	}
+	s.ckMu.Unlock()
 	return ck, nil
 }
 
@@ -735,6 +840,12 @@ func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proo
 		}
 		return Proof{}, fmt.Errorf("oip: read record: %w", err)
 	}
+	if err := s.waitTree(ctx); err != nil {
+		return Proof{}, err
+	}
+	if _, err := s.checked(sr); err != nil {
+		return Proof{}, err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return Proof{}, err
 	}
@@ -755,7 +866,7 @@ func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proo
 	if err != nil {
 		return Proof{}, err
 	}
-	ck, err := s.checkpointAt(treeSize)
+	ck, err := s.checkpointAt(ctx, treeSize)
 	if err != nil {
 		return Proof{}, err
 	}
@@ -770,6 +881,9 @@ func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proo
 // to records (to 0: the current size). EInvalid unless
 // 1 <= from <= to <= size.
 func (s *Service) Consistency(ctx context.Context, from, to int64) (ConsistencyProof, error) {
+	if err := s.waitTree(ctx); err != nil {
+		return ConsistencyProof{}, err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return ConsistencyProof{}, err
 	}
@@ -790,7 +904,7 @@ func (s *Service) Consistency(ctx context.Context, from, to int64) (ConsistencyP
 	if err != nil {
 		return ConsistencyProof{}, err
 	}
-	ck, err := s.checkpointAt(to)
+	ck, err := s.checkpointAt(ctx, to)
 	if err != nil {
 		return ConsistencyProof{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -337,7 +338,8 @@ func TestEntryHashRecomputesAndTamperingFails(t *testing.T) {
 
 func TestConcurrentDispatchIsGapFree(t *testing.T) {
 	backends(t, func(t *testing.T, st store.Store) {
-		svc := newService(t, st, nil)
+		opts := &Options{KeyPath: filepath.Join(t.TempDir(), "ledger.key")} // the fresh service below needs the same key
+		svc := newService(t, st, opts)
 		srv := newServer(t, svc.Handler())
 		const n = 100
 		seqs := make(chan float64, n)
@@ -396,7 +398,7 @@ func TestConcurrentDispatchIsGapFree(t *testing.T) {
 		if ck.RootHash != rebuiltRoot(t, st) {
 			t.Fatalf("incremental root %s differs from the rebuilt one", ck.RootHash)
 		}
-		fresh := newService(t, st, nil)
+		fresh := newService(t, st, opts)
 		if ck2, _ := fresh.Checkpoint(context.Background()); ck2.RootHash != ck.RootHash || ck2.TreeSize != n {
 			t.Fatalf("a fresh service loads root %s size %d", ck2.RootHash, ck2.TreeSize)
 		}

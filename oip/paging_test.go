@@ -95,13 +95,13 @@ func TestDirectoryCursor(t *testing.T) {
 	expectError(t, do(t, h, nil, "GET", "/api/directory?cursor="+url.QueryEscape(cursor)+"&after=a-row", ""), 400, "after")
 }
 
-// countingStore counts the calls that read a key's history.
-type countingStore struct {
+// historyCounter counts the calls that read a key's history.
+type historyCounter struct {
 	store.Store
 	history atomic.Int64
 }
 
-func (c *countingStore) LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error) {
+func (c *historyCounter) LedgerHistory(ctx context.Context, key string, after int64, limit int) ([]store.LedgerRecord, error) {
 	c.history.Add(1)
 	return c.Store.LedgerHistory(ctx, key, after, limit)
 }
@@ -110,7 +110,7 @@ func (c *countingStore) LedgerHistory(ctx context.Context, key string, after int
 // its command, invoking it and reading its latest record never read the
 // key's history, however long.
 func TestCurrentRowIsOneLookup(t *testing.T) {
-	st := &countingStore{Store: memstore.New()}
+	st := &historyCounter{Store: memstore.New()}
 	exec := &fakeExecutor{}
 	h := newService(t, st, &Options{Executor: exec}).Handler()
 	do(t, h, nil, "POST", "/api/dispatch", seedRequest(t))

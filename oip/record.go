@@ -34,14 +34,15 @@ func LeafHash(r Record) ([]byte, error) { return verify.LeafHash(r) }
 // leafHash is the RFC 6962 hash of a leaf holding data.
 func leafHash(data []byte) [32]byte { return verify.LeafHashOf(data) }
 
-// hashes returns entry_hash and the leaf hash of r in one canonicalisation.
-func hashes(r Record) (entry string, leaf [32]byte, err error) {
+// hashes returns entry_hash, the leaf hash and the canonical bytes of r in
+// one canonicalisation.
+func hashes(r Record) (entry string, leaf [32]byte, canonical []byte, err error) {
 	c, err := CanonicalJSON(r)
 	if err != nil {
-		return "", leaf, err
+		return "", leaf, nil, err
 	}
 	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:]), leafHash(c), nil
+	return hex.EncodeToString(sum[:]), leafHash(c), c, nil
 }
 
 // fromStore converts a stored record to its API form (without replayed_by).

@@ -143,6 +143,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "%s", protocol.ErrorHint(err)).With("status", "unavailable"))
+			return nil
+		}
+	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }

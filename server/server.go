@@ -113,6 +113,11 @@ type Options struct {
 	// handler's own tools need their scopes). It is given the server, to
 	// reach it in-process. Its answers are MCP's, not JSON error bodies.
 	MCP func(s *Server) http.Handler
+
+	// Ready, when set, is asked by GET /readyz: a non-nil error (whose
+	// protocol hint is shown) answers 503 (the ledger's full check at
+	// start has not finished).
+	Ready func() error
 }
 
 // Server is the ASMP HTTP API for one engine.

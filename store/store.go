@@ -262,6 +262,10 @@ type LedgerRecord struct {
 	Supersedes string // inv_ID of the key's previous record, or ""
 	ResultOf   string // for invocation results: the attempt's inv_ID
 	ReplayOf   string // for invocations: the inv_ID this one replays
+	// Canonical is the record's canonical JSON as written (the bytes its
+	// entry_hash and Merkle leaf are the SHA-256 of); nil for a record of
+	// a release that did not store them, until the upgrade fills it in.
+	Canonical []byte
 }
 
 // RunCursor is a position in StaleRuns' order: the last run seen.
@@ -457,6 +461,48 @@ type LedgerStore interface {
 
 	// ReplayedBy returns the inv_IDs of records whose ReplayOf is invID, in Seq order.
 	ReplayedBy(ctx context.Context, invID string) ([]string, error)
+
+	// Tamper-evident ledger (SPEC section 16): signed checkpoints stored
+	// with the records they cover, each record's canonical bytes, and how
+	// far the ledger was last checked in full.
+
+	// AppendLedgerSigned is AppendLedger whose transaction also stores
+	// one checkpoint. Once the transaction's records are built (one
+	// record, or every record of a group commit), sign is called inside
+	// the transaction with the newest stored checkpoint (nil when none)
+	// and the records after it, in seq order, with their Canonical bytes;
+	// the checkpoint it returns is stored in the same transaction. It
+	// returns the record and the checkpoint committed with it. A sign
+	// error aborts the whole transaction.
+	AppendLedgerSigned(ctx context.Context, key string, build func(LedgerPrev) (LedgerRecord, error), sign LedgerSigner) (LedgerRecord, LedgerCheckpoint, error)
+
+	// LatestLedgerCheckpoint returns the stored checkpoint of the largest
+	// tree, or ErrNotFound when none is stored.
+	LatestLedgerCheckpoint(ctx context.Context) (LedgerCheckpoint, error)
+
+	// LedgerCheckpoints returns up to limit stored checkpoints with
+	// TreeSize > after, smallest first (limit <= 0: all).
+	LedgerCheckpoints(ctx context.Context, after int64, limit int) ([]LedgerCheckpoint, error)
+
+	// PutLedgerCheckpoint stores a checkpoint outside an append (the
+	// upgrade of a ledger written before checkpoints were stored).
+	// ErrExists when one of that tree size is stored already.
+	PutLedgerCheckpoint(ctx context.Context, ck LedgerCheckpoint) error
+
+	// LedgerUncanonical returns the lowest seq whose canonical bytes are
+	// not stored, 0 when every record has them.
+	LedgerUncanonical(ctx context.Context) (int64, error)
+
+	// SetLedgerCanonical stores the canonical bytes of records (by seq)
+	// that have none; records that have some keep them.
+	SetLedgerCanonical(ctx context.Context, canonical map[int64][]byte) error
+
+	// LedgerVerified returns the tree size up to which the ledger was
+	// last checked in full (0 when never).
+	LedgerVerified(ctx context.Context) (int64, error)
+	// SetLedgerVerified records the size of a full check; it never lowers
+	// the size recorded (replicas check concurrently).
+	SetLedgerVerified(ctx context.Context, size int64) error
 }
 
 // Definition is one stored workflow definition: immutable once stored.
@@ -551,6 +597,51 @@ type Store interface {
 	// Close releases the store's resources. Commits handed over before
 	// Close are applied (or fail) before it returns.
 	Close() error
+}
+
+// LedgerCheckpoint is a signed tree head of the ledger, stored in the same
+// transaction as the records it covers.
+type LedgerCheckpoint struct {
+	TreeSize int64
+	// PrevSize is the TreeSize of the checkpoint stored before this one
+	// (0 for the first): the checkpoints form a chain, so a deleted one
+	// is seen.
+	PrevSize  int64
+	RootHash  string // hex RFC 6962 root of the first TreeSize records
+	Note      string // the signed note
+	PublicKey string // the note verifier key that signed it
+	// Range is the compact Merkle range of leaves [0, TreeSize): the
+	// hashes of its perfect subtrees, largest first, from which the tree
+	// can grow without reading older records.
+	Range [][]byte
+	Time  time.Time
+}
+
+// LedgerSigner signs the checkpoint of an append transaction: prev is the
+// newest checkpoint stored before it (nil when none) and added the records
+// after prev, in seq order.
+type LedgerSigner func(prev *LedgerCheckpoint, added []LedgerRecord) (LedgerCheckpoint, error)
+
+// JoinRange encodes a compact range as the concatenation of its hashes.
+func JoinRange(hashes [][]byte) []byte {
+	out := make([]byte, 0, 32*len(hashes))
+	for _, h := range hashes {
+		out = append(out, h...)
+	}
+	return out
+}
+
+// SplitRange decodes JoinRange's encoding; nil when b is not a whole
+// number of 32-byte hashes.
+func SplitRange(b []byte) [][]byte {
+	if len(b)%32 != 0 {
+		return nil
+	}
+	out := make([][]byte, 0, len(b)/32)
+	for i := 0; i < len(b); i += 32 {
+		out = append(out, append([]byte(nil), b[i:i+32]...))
+	}
+	return out
 }
 
 // Notifier is an optional capability (see the package doc) of stores shared

@@ -718,15 +718,20 @@ type verifyResult struct {
 	Key       string `json:"key,omitempty"`
 	Pinned    bool   `json:"pinned"`
 	Error     string `json:"error,omitempty"`
+	// Extends is set with --checkpoint: the ledger extends the kept
+	// checkpoint (now replaced by Checkpoint, the current one).
+	Extends    *bool            `json:"extends,omitempty"`
+	Checkpoint *wire.Checkpoint `json:"checkpoint,omitempty"`
 }
 
 func newVerifyCmd(env *Env) *cobra.Command {
 	var f oipFlags
 	var key, keyFile string
 	var treeSize int64
+	var kept string
 	cmd := &cobra.Command{
-		Use:   "verify INV_ID [--key VERIFIER_KEY | --key-file FILE] [--tree-size N]",
-		Short: "Check that a receipt's record is in the ledger, under a signed checkpoint (fetched from the server, checked here)",
+		Use:   "verify [INV_ID] [--key VERIFIER_KEY | --key-file FILE] [--tree-size N] [--checkpoint FILE]",
+		Short: "Check that a receipt's record is in the ledger under a signed checkpoint, or that the ledger still extends a kept checkpoint (fetched from the server, checked here)",
 		Long: `Fetch the record of INV_ID, its inclusion proof and the signed checkpoint
 of the ledger's tree from the server, and check them here, without trusting
 the server's word: the record's entry_hash is the
@@ -740,16 +745,44 @@ The key is the server's own (GET /api/ledger/key) unless you pin one with
 server, since it could otherwise sign its lies with a key of its own.
 --tree-size proves against the checkpoint of an older tree size.
 
+--checkpoint FILE is a monitor's check (with or without INV_ID): FILE keeps
+a checkpoint seen earlier; the ledger's current checkpoint must extend it
+(the same root at the same size, or a consistency proof to a larger tree),
+else verify fails. FILE is then replaced by the current checkpoint; a
+missing FILE is created with it (trust on first use). A server's head file
+(the key file's name + .head) is such a file.
+
 Exit status 0 when verified; 1 with the reason otherwise. With --json
 {"verified": bool, ...} on stdout in both cases.`,
 		Example: `  asmp verify inv_01JB4T3E6W8Y2Q5ZC0M1N9K7PX
   asmp verify inv_01JB4T3E6W8Y2Q5ZC0M1N9K7PX --key 'asmp.dev/ledger+1a2b3c4d+AU…'
-  asmp verify inv_01JB4T3E6W8Y2Q5ZC0M1N9K7PX --key-file ledger.pub --tree-size 12 --json`,
-		Args: cobra.ExactArgs(1),
+  asmp verify inv_01JB4T3E6W8Y2Q5ZC0M1N9K7PX --key-file ledger.pub --tree-size 12 --json
+  asmp verify --checkpoint ledger.checkpoint`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			res := verifyResult{InvID: args[0]}
-			err := verify(cmd.Context(), env, &f, &res, key, keyFile, treeSize)
+			if len(args) == 0 && kept == "" {
+				return errors.New("give the INV_ID of a receipt to verify, or --checkpoint FILE to check that the ledger extends a kept checkpoint")
+			}
+			var res verifyResult
+			var err error
+			if kept != "" {
+				var ck *wire.Checkpoint
+				if ck, err = monitorOnce(cmd.Context(), env, &f, kept, key); err == nil {
+					ok := true
+					res.Extends, res.Checkpoint = &ok, ck
+					if !f.json {
+						fmt.Fprintf(out, "ledger extends the kept checkpoint: tree size %d, root %s (kept in %s)\n", ck.TreeSize, ck.RootHash, kept)
+					}
+				} else {
+					no := false
+					res.Extends = &no
+				}
+			}
+			if len(args) == 1 && err == nil {
+				res.InvID = args[0]
+				err = verify(cmd.Context(), env, &f, &res, key, keyFile, treeSize)
+			}
 			if err != nil {
 				res.Verified, res.Error = false, err.Error()
 			}
@@ -757,13 +790,14 @@ Exit status 0 when verified; 1 with the reason otherwise. With --json
 				if werr := writeJSON(out, res); werr != nil && err == nil {
 					return werr
 				}
-			} else if err == nil {
+			} else if err == nil && res.InvID != "" {
 				writeVerified(out, res)
 			}
 			return err
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().StringVar(&kept, "checkpoint", "", "check that the ledger extends the checkpoint kept in FILE, then keep the current one there")
 	cmd.Flags().StringVar(&key, "key", "", "the verifier key to trust (name+hash+base64), instead of the server's")
 	cmd.Flags().StringVar(&keyFile, "key-file", "", "read the verifier key to trust from FILE")
 	cmd.Flags().Int64Var(&treeSize, "tree-size", 0, "prove against the checkpoint of this tree size (default: the current one)")

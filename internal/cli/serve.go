@@ -27,6 +27,7 @@ import (
 	"github.com/asmp-dev/asmp/internal/gctune"
 	"github.com/asmp-dev/asmp/internal/mcpbridge"
 	"github.com/asmp-dev/asmp/oip"
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
@@ -59,6 +60,8 @@ type serveFlags struct {
 	retention  time.Duration
 	mcpPoll    time.Duration
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
+	rotateKey  bool
+	resetHead  bool
 }
 
 func init() { register(newServeCmd) }
@@ -108,6 +111,8 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.DurationVar(&f.retention, "retention", 0, "delete ended runs (completed or failed) with their events and tasks once unchanged this long, e.g. 720h; 0 keeps every run (the OIP ledger is never pruned)")
 	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits instead of doubling the live heap (0 = Go's default; ignored when GOGC is set)")
 	fl.DurationVar(&f.mcpPoll, "mcp-poll", mcpbridge.DefaultPoll, "how often /mcp sessions look for changed directory rows (their row tools)")
+	fl.BoolVar(&f.rotateKey, "ledger-rotate-key", false, "start although the ledger's signing key file is missing or another: create a new key and append a key-rotation record naming the old and the new key")
+	fl.BoolVar(&f.resetHead, "ledger-reset-head", false, "start although the ledger head file is missing or ahead of the database (a database restored from a backup on purpose): rewrite it from the database's newest checkpoint")
 	addExecFlags(cmd, &f.exec)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "trust-proxy") {
@@ -309,7 +314,15 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return err
 	}
-	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor})
+	tampered := make(chan error, 1)
+	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor,
+		RotateKey: f.rotateKey, ResetHead: f.resetHead,
+		OnTamper: func(err error) {
+			select {
+			case tampered <- err:
+			default:
+			}
+		}})
 	if err != nil {
 		return fmt.Errorf("opening the OIP ledger: %w", err)
 	}
@@ -335,6 +348,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		RateLimit:           rateLimit,
 		RateBurst:           f.rateBurst,
 		MaxStreamsPerClient: f.maxStreams,
+		Ready:               ledgerReady(ledger),
 	}
 	var mcpHandler *mcpbridge.Handler
 	opts.MCP = func(s *server.Server) http.Handler {
@@ -388,6 +402,10 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.publicURL != "" {
 		url = f.publicURL
 	}
+	// Catch signals before saying we listen: a SIGTERM sent on that line
+	// is a clean stop.
+	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	// One write, so that whoever reads the listening line has the rest.
 	var started strings.Builder
 	fmt.Fprintf(&started, "asmp %s listening on http://%s\n", version(), ln.Addr())
@@ -395,14 +413,18 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	io.WriteString(env.Stderr, started.String())
 	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
 
-	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	go verifyLedger(ledger, log)
 	select {
 	case err := <-errc:
 		workers.Stop(0)
 		return fmt.Errorf("serve: %w", err)
+	case err := <-tampered:
+		log.Error("stopping: the ledger failed its integrity check", "err", err)
+		workers.Stop(0)
+		_ = hs.Close()
+		return err
 	case <-sigCtx.Done():
 	}
 	log.Info("shutting down", "grace", f.grace)
@@ -416,4 +438,32 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	eng.Hub().CloseAll()
 	log.Info("stopped")
 	return nil
+}
+
+// ledgerReady is /readyz's ledger condition: ready once the full check
+// of the ledger that start-up left to the background has passed.
+func ledgerReady(l *oip.Service) func() error {
+	return func() error {
+		if l.Ready() {
+			return nil
+		}
+		return protocol.Errorf(protocol.EUnavailable, "The ledger's records are still being checked after start (progress in the server log).")
+	}
+}
+
+// verifyLedger runs the ledger's full check in the background, logging
+// its progress; a failure reaches the server through OnTamper.
+func verifyLedger(l *oip.Service, log *slog.Logger) {
+	last := time.Now()
+	err := l.Verify(context.Background(), func(done, total int64) {
+		if time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			log.Info("checking the ledger", "records_checked", done, "of", total)
+		}
+	})
+	if err != nil {
+		log.Error("the ledger's full check did not finish", "err", err)
+		return
+	}
+	log.Info("ledger checked: every record matches its signed checkpoints")
 }

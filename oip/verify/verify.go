@@ -292,3 +292,66 @@ func ReceiptFrom(ctx context.Context, l Ledger, invID, trustedKey string) (*wire
 	}
 	return rec, p, nil
 }
+
+// Log is what Extends reads from a ledger server; *client.Client
+// implements it over HTTP.
+type Log interface {
+	// Checkpoint returns the ledger's newest signed checkpoint.
+	Checkpoint(ctx context.Context) (*wire.Checkpoint, error)
+	// Consistency returns the consistency proof between the trees of from
+	// and to records.
+	Consistency(ctx context.Context, from, to int64) (*wire.ConsistencyProof, error)
+}
+
+// Extends is a monitor's check: it fetches the ledger's current
+// checkpoint and checks that the ledger still extends old, a checkpoint
+// kept from earlier: the current checkpoint is signed by trustedKey (""
+// means old's own key), it is of the same log, its tree is not smaller,
+// the same size has the same root, and a larger tree comes with a
+// consistency proof from old's root to its own. It returns the current
+// checkpoint, to keep for the next check.
+func Extends(ctx context.Context, l Log, old wire.Checkpoint, trustedKey string) (*wire.Checkpoint, error) {
+	key := strings.TrimSpace(trustedKey)
+	if key == "" {
+		key = old.PublicKey
+	}
+	prev, err := OpenCheckpoint([]byte(old.Note), old.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("the kept checkpoint: %w", err)
+	}
+	cur, err := l.Checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now, err := OpenCheckpoint([]byte(cur.Note), key)
+	if err != nil {
+		return nil, fmt.Errorf("the ledger's checkpoint is not signed by the key you trust (%s): %w; if the key was rotated, check the ledger's key_rotation record and keep a new checkpoint", key, err)
+	}
+	if now.Origin != prev.Origin {
+		return nil, fmt.Errorf("the ledger's checkpoint is of the log %q, the kept one of %q", now.Origin, prev.Origin)
+	}
+	switch {
+	case now.TreeSize < prev.TreeSize:
+		return nil, fmt.Errorf("the ledger does not extend the kept checkpoint: it has %d records, the kept checkpoint %d (records %d..%d were removed)", now.TreeSize, prev.TreeSize, now.TreeSize+1, prev.TreeSize)
+	case now.TreeSize == prev.TreeSize:
+		if now.RootHash != prev.RootHash {
+			return nil, fmt.Errorf("the ledger does not extend the kept checkpoint: two different roots for tree size %d (%s kept, %s now): the ledger was rewritten", now.TreeSize, prev.RootHash, now.RootHash)
+		}
+		return &now, nil
+	case prev.TreeSize == 0:
+		return &now, nil // the empty tree is a prefix of every tree
+	}
+	p, err := l.Consistency(ctx, prev.TreeSize, now.TreeSize)
+	if err != nil {
+		return nil, err
+	}
+	if p.From != prev.TreeSize || p.To != now.TreeSize {
+		return nil, fmt.Errorf("the server proved consistency of %d..%d, not %d..%d", p.From, p.To, prev.TreeSize, now.TreeSize)
+	}
+	q := *p
+	q.RootFrom, q.RootTo = prev.RootHash, now.RootHash
+	if err := Consistency(q); err != nil {
+		return nil, fmt.Errorf("the ledger does not extend the kept checkpoint of tree size %d: %w", prev.TreeSize, err)
+	}
+	return &now, nil
+}

@@ -117,6 +117,12 @@ type Receipt struct {
 	// Outcome is set on receipts of invocations: refused, or the result of
 	// an execution.
 	Outcome *Outcome `json:"outcome,omitempty"`
+	// Checkpoint and Proof are set when the receipt was asked for with
+	// ?proof=true: the checkpoint stored with the record (the one it was
+	// issued under) and the record's inclusion proof in its tree, so the
+	// client keeps its own evidence.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Proof      *Proof      `json:"proof,omitempty"`
 }
 
 // Outcome is what became of an invocation: refused before running, or the

@@ -31,7 +31,9 @@ type Store struct {
 	counts map[countKey]int64 // runs by workflow and stored status, kept by every change
 	names  map[string]string  // workflow ids, states and statuses: one string each for all runs
 	defs   definitions
-	scopes sync.Map // inv_ID -> the dispatcher's scopes ([]string)
+	scopes sync.Map                 // inv_ID -> the dispatcher's scopes ([]string)
+	cks    []store.LedgerCheckpoint // by tree size, ascending
+	vsize  int64                    // LedgerVerified
 }
 
 // intern returns the one copy of name (a workflow id, a state, a status),
@@ -520,6 +522,20 @@ func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 
 // AppendLedger implements store.LedgerStore.
 func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
+	rec, _, err := s.AppendLedgerSigned(ctx, key, build, nil)
+	return rec, err
+}
+
+// AppendLedgerSigned implements store.Store.
+func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error), sign store.LedgerSigner) (store.LedgerRecord, store.LedgerCheckpoint, error) {
+	rec, ck, err := s.appendLedger(key, build, sign)
+	if err != nil {
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, err
+	}
+	return rec, ck, nil
+}
+
+func (s *Store) appendLedger(key string, build func(store.LedgerPrev) (store.LedgerRecord, error), sign store.LedgerSigner) (store.LedgerRecord, store.LedgerCheckpoint, error) {
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
 	s.mu.RLock()
@@ -531,15 +547,33 @@ func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.L
 	s.mu.RUnlock()
 	rec, err := build(prev)
 	if err != nil {
-		return store.LedgerRecord{}, err
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, err
 	}
 	if rec.Seq != prev.Seq || rec.Key != key {
-		return store.LedgerRecord{}, fmt.Errorf("memstore: built record has seq %d key %q, want %d %q", rec.Seq, rec.Key, prev.Seq, key)
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, fmt.Errorf("memstore: built record has seq %d key %q, want %d %q", rec.Seq, rec.Key, prev.Seq, key)
+	}
+	var ck store.LedgerCheckpoint
+	if sign != nil {
+		s.mu.RLock()
+		var prev *store.LedgerCheckpoint
+		after := int64(0)
+		if n := len(s.cks); n > 0 {
+			p := s.cks[n-1]
+			prev, after = &p, p.TreeSize
+		}
+		added := append(append([]store.LedgerRecord(nil), s.ledger[min(after, int64(len(s.ledger))):]...), rec)
+		s.mu.RUnlock()
+		if ck, err = sign(prev, added); err != nil {
+			return store.LedgerRecord{}, store.LedgerCheckpoint{}, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.byInv[rec.InvID]; dup {
-		return store.LedgerRecord{}, fmt.Errorf("memstore: record %s: %w", rec.InvID, store.ErrExists)
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, fmt.Errorf("memstore: record %s: %w", rec.InvID, store.ErrExists)
+	}
+	if sign != nil {
+		s.cks = append(s.cks, ck)
 	}
 	s.ledger = append(s.ledger, rec)
 	s.byInv[rec.InvID] = rec.Seq
@@ -547,7 +581,80 @@ func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.L
 	if rec.ReplayOf != "" {
 		s.replay[rec.ReplayOf] = append(s.replay[rec.ReplayOf], rec.InvID)
 	}
-	return rec, nil
+	return rec, ck, nil
+}
+
+// LatestLedgerCheckpoint implements store.Store.
+func (s *Store) LatestLedgerCheckpoint(ctx context.Context) (store.LedgerCheckpoint, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.cks) == 0 {
+		return store.LedgerCheckpoint{}, fmt.Errorf("memstore: checkpoint: %w", store.ErrNotFound)
+	}
+	return s.cks[len(s.cks)-1], nil
+}
+
+// LedgerCheckpoints implements store.Store.
+func (s *Store) LedgerCheckpoints(ctx context.Context, after int64, limit int) ([]store.LedgerCheckpoint, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := sort.Search(len(s.cks), func(i int) bool { return s.cks[i].TreeSize > after })
+	out := append([]store.LedgerCheckpoint{}, s.cks[i:]...)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// PutLedgerCheckpoint implements store.Store.
+func (s *Store) PutLedgerCheckpoint(ctx context.Context, ck store.LedgerCheckpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := sort.Search(len(s.cks), func(i int) bool { return s.cks[i].TreeSize >= ck.TreeSize })
+	if i < len(s.cks) && s.cks[i].TreeSize == ck.TreeSize {
+		return fmt.Errorf("memstore: checkpoint of tree size %d: %w", ck.TreeSize, store.ErrExists)
+	}
+	s.cks = slices.Insert(s.cks, i, ck)
+	return nil
+}
+
+// LedgerUncanonical implements store.Store.
+func (s *Store) LedgerUncanonical(ctx context.Context) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, r := range s.ledger {
+		if r.Canonical == nil {
+			return r.Seq, nil
+		}
+	}
+	return 0, nil
+}
+
+// SetLedgerCanonical implements store.Store.
+func (s *Store) SetLedgerCanonical(ctx context.Context, canonical map[int64][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for seq, c := range canonical {
+		if seq >= 1 && seq <= int64(len(s.ledger)) && s.ledger[seq-1].Canonical == nil {
+			s.ledger[seq-1].Canonical = c
+		}
+	}
+	return nil
+}
+
+// LedgerVerified implements store.Store.
+func (s *Store) LedgerVerified(ctx context.Context) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.vsize, nil
+}
+
+// SetLedgerVerified implements store.Store.
+func (s *Store) SetLedgerVerified(ctx context.Context, size int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vsize = max(s.vsize, size)
+	return nil
 }
 
 // LedgerRecord implements store.LedgerStore.

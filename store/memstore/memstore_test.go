@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 }
+
+func TestLedgerCheckpointsConformance(t *testing.T) {
+	storetest.RunLedgerCheckpoints(t, func(t *testing.T) store.Store { return memstore.New() })
+}

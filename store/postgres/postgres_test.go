@@ -636,3 +636,14 @@ func TestUnstorableText(t *testing.T) {
 		t.Fatalf("error = %q, event %+v", r.Error, evs)
 	}
 }
+
+func TestLedgerCheckpointsConformance(t *testing.T) {
+	u := testURL(t)
+	storetest.RunLedgerCheckpoints(t, func(t *testing.T) store.Store {
+		s, err := postgres.Open(t.Context(), u, &postgres.Options{Schema: freshSchema(t, u)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s // the suite closes it
+	})
+}

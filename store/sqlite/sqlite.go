@@ -67,7 +67,12 @@ type writeReq struct {
 	// after, when set, runs once fn's changes are committed (and before
 	// the write is answered): it updates what the store keeps in memory.
 	after func()
-	err   chan error
+	// seal, when set, makes fn a ledger append: once every request of
+	// the batch has run, the last seal of the batch signs one checkpoint
+	// of the batch's records, stored before COMMIT, and sealed receives it.
+	seal   store.LedgerSigner
+	sealed store.LedgerCheckpoint
+	err    chan error
 }
 
 // ErrClosed is returned by writes on a closed store.
@@ -202,7 +207,11 @@ func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 // settles with write's result. Functions queued one after the other run in
 // that order. after, when not nil, runs once fn's changes are committed.
 func (s *Store) queue(ctx context.Context, fn func(tx wtx) error, after func()) store.Pending {
-	req := &writeReq{fn: fn, after: after, err: make(chan error, 1)}
+	return s.enqueue(ctx, &writeReq{fn: fn, after: after, err: make(chan error, 1)})
+}
+
+// enqueue is queue for a prepared request.
+func (s *Store) enqueue(ctx context.Context, req *writeReq) store.Pending {
 	select {
 	case <-s.done:
 		return store.Settled(ErrClosed)
@@ -263,6 +272,7 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		return
 	}
 	results := make([]error, len(batch))
+	var sealers []*writeReq
 	for i, r := range batch {
 		if _, err := tx.Exec(`SAVEPOINT op`); err != nil {
 			rollback()
@@ -281,6 +291,20 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			rollback()
 			fail(fmt.Errorf("sqlite: release savepoint: %w", err))
 			return
+		}
+		if results[i] == nil && r.seal != nil {
+			sealers = append(sealers, r)
+		}
+	}
+	if len(sealers) > 0 {
+		ck, err := s.seal(tx, sealers[len(sealers)-1].seal)
+		if err != nil {
+			rollback()
+			fail(err)
+			return
+		}
+		for _, r := range sealers {
+			r.sealed = ck
 		}
 	}
 	if _, err := tx.Exec(`COMMIT`); err != nil {

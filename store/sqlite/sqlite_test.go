@@ -71,3 +71,13 @@ func TestOpenIsExclusive(t *testing.T) {
 	}
 	s.Close()
 }
+
+func TestLedgerCheckpointsConformance(t *testing.T) {
+	storetest.RunLedgerCheckpoints(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -1,0 +1,395 @@
+package oip
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/asmp-dev/asmp/oip/verify"
+	"github.com/asmp-dev/asmp/store"
+)
+
+// TypeKeyRotation is the record appended when the signing key changes
+// (asmp serve --ledger-rotate-key): its body names the old and the new
+// verifier keys, so a verifier holding old checkpoints sees the change.
+const TypeKeyRotation = "key_rotation"
+
+// keyRotationKey is the dispatch key of key-rotation records.
+const keyRotationKey = "asmp.ledger.key"
+
+// TamperError reports a ledger that does not match what was signed: an
+// edited, removed or reordered record, a missing or conflicting
+// checkpoint, a head file ahead of the database, or a missing key.
+type TamperError struct {
+	// Seq is the first record found bad; 0 when the fault is not one
+	// record's (a checkpoint, the head file or the key).
+	Seq int64
+	// What says what does not match.
+	What string
+	// Hint says what to do.
+	Hint string
+}
+
+func (e *TamperError) Error() string {
+	s := "ledger integrity: " + e.What
+	if e.Hint != "" {
+		s += ". " + e.Hint
+	}
+	return s
+}
+
+const tamperHint = "The database was changed outside asmp (or restored from an older backup). Restore it from a backup that matches the head file and the checkpoints, then run `asmp ledger check --db FILE` to confirm"
+
+func recordFault(seq int64, format string, args ...any) *TamperError {
+	return &TamperError{Seq: seq, What: fmt.Sprintf("record seq %d: ", seq) + fmt.Sprintf(format, args...), Hint: tamperHint}
+}
+
+func checkpointFault(format string, args ...any) *TamperError {
+	return &TamperError{What: fmt.Sprintf(format, args...), Hint: tamperHint}
+}
+
+// rangeFactory makes compact Merkle ranges. A range appends in place into
+// the hash slice it is given: give it a copy of a stored checkpoint's.
+var rangeFactory = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+
+// checkRecord checks one stored record against its stored canonical
+// bytes: the bytes are what entry_hash is the SHA-256 of, and the record's
+// fields (seq included: a record moved to another seq fails) are exactly
+// what those bytes say. It returns the record's leaf hash.
+func checkRecord(sr store.LedgerRecord, seq int64) ([hashSize]byte, error) {
+	if sr.Seq != seq {
+		return [hashSize]byte{}, recordFault(seq, "is missing (the next record stored has seq %d)", sr.Seq)
+	}
+	if sr.Canonical == nil {
+		return [hashSize]byte{}, recordFault(seq, "has no stored canonical bytes")
+	}
+	sum := sha256.Sum256(sr.Canonical)
+	if hex.EncodeToString(sum[:]) != sr.EntryHash {
+		return [hashSize]byte{}, recordFault(seq, "entry_hash %s is not the SHA-256 of the bytes it was written with", sr.EntryHash)
+	}
+	c, err := CanonicalJSON(fromStore(sr))
+	if err != nil {
+		return [hashSize]byte{}, recordFault(seq, "cannot be canonicalised: %v", err)
+	}
+	if !bytes.Equal(c, sr.Canonical) {
+		return [hashSize]byte{}, recordFault(seq, "(%s) differs from the bytes it was written with (an edited body or field, or a record moved from another seq)", sr.InvID)
+	}
+	return leafHash(sr.Canonical), nil
+}
+
+// sign is the store.LedgerSigner of the Service: it extends the compact
+// range of the newest stored checkpoint by the added records' leaves and
+// signs the new tree head.
+func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord) (store.LedgerCheckpoint, error) {
+	r := rangeFactory.NewEmptyRange(0)
+	var prevSize int64
+	if prev != nil {
+		var err error
+		if r, err = rangeFactory.NewRange(0, uint64(prev.TreeSize), slices.Clone(prev.Range)); err != nil {
+			return store.LedgerCheckpoint{}, checkpointFault("the stored checkpoint of tree size %d has a broken Merkle range: %v", prev.TreeSize, err)
+		}
+		prevSize = prev.TreeSize
+	}
+	for i, rec := range added {
+		if rec.Seq != prevSize+int64(i)+1 {
+			return store.LedgerCheckpoint{}, recordFault(prevSize+int64(i)+1, "is missing before the records being signed")
+		}
+		if rec.Canonical == nil {
+			return store.LedgerCheckpoint{}, recordFault(rec.Seq, "has no stored canonical bytes to sign")
+		}
+		leaf := leafHash(rec.Canonical)
+		if err := r.Append(leaf[:], nil); err != nil {
+			return store.LedgerCheckpoint{}, fmt.Errorf("oip: merkle range: %w", err)
+		}
+	}
+	size := prevSize + int64(len(added))
+	root, err := r.GetRootHash(nil)
+	if err != nil {
+		return store.LedgerCheckpoint{}, fmt.Errorf("oip: merkle root: %w", err)
+	}
+	n, err := s.key.sign(s.origin, uint64(size), root)
+	if err != nil {
+		return store.LedgerCheckpoint{}, err
+	}
+	return store.LedgerCheckpoint{
+		TreeSize: size, PrevSize: prevSize, RootHash: hex.EncodeToString(root), Note: n,
+		PublicKey: s.key.vkey, Range: slices.Clone(r.Hashes()), Time: s.now().UTC(),
+	}, nil
+}
+
+// wireCheckpoint is the API form of a stored checkpoint.
+func wireCheckpoint(origin string, ck store.LedgerCheckpoint) Checkpoint {
+	return Checkpoint{Origin: origin, TreeSize: ck.TreeSize, RootHash: ck.RootHash, Note: ck.Note, PublicKey: ck.PublicKey}
+}
+
+// checker walks the ledger in seq order from a verified point, checking
+// every record against its canonical bytes and every stored checkpoint
+// it reaches against the tree the records make: the chain of checkpoints
+// (none removed), their roots, their signatures, and that the signing key
+// changes only with a key-rotation record.
+type checker struct {
+	st   store.LedgerStore
+	rng  *compact.Range
+	full *tree // when not nil, every leaf is appended to it too
+	last store.LedgerCheckpoint
+	// rotated is the new key named by a key-rotation record since last.
+	rotated  map[string]string // old key -> new key
+	cks      []store.LedgerCheckpoint
+	count    int64 // checkpoints checked
+	progress func(done, total int64)
+}
+
+// newChecker starts at the stored checkpoint from (TreeSize 0: the empty
+// tree), whose compact range it trusts.
+func newChecker(st store.LedgerStore, from store.LedgerCheckpoint) (*checker, error) {
+	c := &checker{st: st, last: from, rotated: map[string]string{}}
+	if from.TreeSize == 0 {
+		c.rng = rangeFactory.NewEmptyRange(0)
+		return c, nil
+	}
+	r, err := rangeFactory.NewRange(0, uint64(from.TreeSize), slices.Clone(from.Range))
+	if err != nil {
+		return nil, checkpointFault("the stored checkpoint of tree size %d has a broken Merkle range: %v", from.TreeSize, err)
+	}
+	c.rng = r
+	return c, nil
+}
+
+// run checks the records after c.last up to size, and every stored
+// checkpoint up to size; size must be a checkpoint's.
+func (c *checker) run(ctx context.Context, size int64) error {
+	start := int64(c.rng.End())
+	for from := start + 1; from <= size; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		to := min(from+loadPage, size+1)
+		recs, err := c.st.LedgerRange(ctx, from, to)
+		if err != nil {
+			return fmt.Errorf("oip: read ledger %d..%d: %w", from, to-1, err)
+		}
+		if len(recs) == 0 {
+			return recordFault(from, "is missing (the ledger ends at %d)", from-1)
+		}
+		for _, sr := range recs {
+			if err := c.add(ctx, sr); err != nil {
+				return err
+			}
+		}
+		from = int64(c.rng.End()) + 1
+		if c.progress != nil {
+			c.progress(from-1-start, size-start)
+		}
+	}
+	if c.last.TreeSize != size {
+		return checkpointFault("no stored checkpoint covers records %d..%d (the checkpoint of tree size %d was removed)", c.last.TreeSize+1, size, size)
+	}
+	return nil
+}
+
+func (c *checker) loadCheckpoints(ctx context.Context) error {
+	if len(c.cks) > 0 {
+		return nil
+	}
+	cks, err := c.st.LedgerCheckpoints(ctx, c.last.TreeSize, 256)
+	if err != nil {
+		return fmt.Errorf("oip: read checkpoints: %w", err)
+	}
+	c.cks = cks
+	return nil
+}
+
+func (c *checker) add(ctx context.Context, sr store.LedgerRecord) error {
+	seq := int64(c.rng.End()) + 1
+	leaf, err := checkRecord(sr, seq)
+	if err != nil {
+		return err
+	}
+	if sr.Type == TypeKeyRotation {
+		var b keyRotation
+		if json.Unmarshal(sr.Body, &b) == nil && b.OldKey != "" && b.NewKey != "" {
+			c.rotated[b.OldKey] = b.NewKey
+		}
+	}
+	if err := c.rng.Append(leaf[:], nil); err != nil {
+		return fmt.Errorf("oip: merkle range: %w", err)
+	}
+	if c.full != nil {
+		c.full.append(leaf)
+	}
+	if err := c.loadCheckpoints(ctx); err != nil {
+		return err
+	}
+	if len(c.cks) == 0 || c.cks[0].TreeSize != seq {
+		return nil
+	}
+	ck := c.cks[0]
+	c.cks = c.cks[1:]
+	return c.checkpoint(ck)
+}
+
+// checkpoint checks the stored checkpoint of the tree just built.
+func (c *checker) checkpoint(ck store.LedgerCheckpoint) error {
+	if ck.PrevSize != c.last.TreeSize {
+		return checkpointFault("the checkpoint of tree size %d follows the one of %d, but the previous stored is of %d: the checkpoint of tree size %d was removed", ck.TreeSize, ck.PrevSize, c.last.TreeSize, ck.PrevSize)
+	}
+	root, err := c.rng.GetRootHash(nil)
+	if err != nil {
+		return fmt.Errorf("oip: merkle root: %w", err)
+	}
+	if hex.EncodeToString(root) != ck.RootHash {
+		return &TamperError{Seq: ck.PrevSize + 1, What: fmt.Sprintf("the records %d..%d do not make the root signed in the checkpoint of tree size %d (a record there was rewritten with a new hash, or records were reordered)", ck.PrevSize+1, ck.TreeSize, ck.TreeSize), Hint: tamperHint}
+	}
+	opened, err := verify.OpenCheckpoint([]byte(ck.Note), ck.PublicKey)
+	if err != nil {
+		return checkpointFault("the checkpoint of tree size %d does not verify: %v", ck.TreeSize, err)
+	}
+	if opened.TreeSize != ck.TreeSize || opened.RootHash != ck.RootHash {
+		return checkpointFault("the signed note of the checkpoint of tree size %d says tree size %d, root %s", ck.TreeSize, opened.TreeSize, opened.RootHash)
+	}
+	if c.last.PublicKey != "" && ck.PublicKey != c.last.PublicKey && c.rotated[c.last.PublicKey] != ck.PublicKey {
+		return checkpointFault("the checkpoint of tree size %d is signed by %s, the one before by %s, with no key-rotation record between them", ck.TreeSize, keyID(ck.PublicKey), keyID(c.last.PublicKey))
+	}
+	clear(c.rotated)
+	c.last = ck
+	c.count++
+	return nil
+}
+
+// keyRotation is the body of a key-rotation record.
+type keyRotation struct {
+	Type   string `json:"type"`
+	OldKey string `json:"old_key"` // the verifier key of the checkpoints before
+	NewKey string `json:"new_key"` // the verifier key of the checkpoints after
+}
+
+// keyID is the name+hash part of a verifier key, for messages.
+func keyID(vkey string) string {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) < 2 {
+		return vkey
+	}
+	return parts[0] + "+" + parts[1]
+}
+
+// CheckReport is the outcome of a full check of a ledger (asmp ledger
+// check).
+type CheckReport struct {
+	OK          bool   `json:"ok"`
+	Records     int64  `json:"records"`
+	Checkpoints int64  `json:"checkpoints"`
+	RootHash    string `json:"root_hash,omitempty"`
+	// FirstBadSeq is the first record found bad, 0 when none is.
+	FirstBadSeq int64  `json:"first_bad_seq,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Hint        string `json:"hint,omitempty"`
+	// Head is the head file's tree size, when one was checked.
+	Head int64 `json:"head_tree_size,omitempty"`
+}
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	// HeadPath is the head file to check the ledger against ("": none).
+	HeadPath string
+	// Progress, when set, is called after every page of records.
+	Progress func(done, total int64)
+}
+
+// Check runs the full check of the ledger in st, offline: every record
+// against its canonical bytes and leaf, every stored checkpoint against
+// the tree, the chain of checkpoints and of signing keys, and the head
+// file when given. The error is a *TamperError for a ledger that does not
+// match; the report says the same for --json.
+func Check(ctx context.Context, st store.LedgerStore, opts *CheckOptions) (CheckReport, error) {
+	var o CheckOptions
+	if opts != nil {
+		o = *opts
+	}
+	var rep CheckReport
+	fail := func(err error) (CheckReport, error) {
+		rep.Error = err.Error()
+		var te *TamperError
+		if errors.As(err, &te) {
+			rep.FirstBadSeq, rep.Error, rep.Hint = te.Seq, "ledger integrity: "+te.What, te.Hint
+		}
+		return rep, err
+	}
+	_, n, err := newestCheckpoint(ctx, st)
+	rep.Records = n
+	if err != nil {
+		return fail(err)
+	}
+	if o.HeadPath != "" {
+		head, ok, err := readHead(o.HeadPath)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			rep.Head = head.TreeSize
+			if err := checkHead(ctx, st, head, n); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	c, err := newChecker(st, store.LedgerCheckpoint{})
+	if err != nil {
+		return fail(err)
+	}
+	c.progress = o.Progress
+	if err := c.run(ctx, n); err != nil {
+		rep.Checkpoints = c.count
+		return fail(err)
+	}
+	rep.Checkpoints = c.count
+	rep.RootHash = c.last.RootHash
+	rep.OK = true
+	return rep, nil
+}
+
+// newestCheckpoint returns the newest stored checkpoint (nil when none)
+// and the ledger's size, which must be that checkpoint's: records and
+// their checkpoint are committed together. The checkpoint is read first,
+// so that an append committed in between (by another replica) shows as a
+// larger size, read again, never as a false truncation.
+func newestCheckpoint(ctx context.Context, st store.LedgerStore) (*store.LedgerCheckpoint, int64, error) {
+	for attempt := 0; ; attempt++ {
+		var latest *store.LedgerCheckpoint
+		ck, err := st.LatestLedgerCheckpoint(ctx)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, 0, fmt.Errorf("oip: read checkpoint: %w", err)
+		default:
+			latest = &ck
+		}
+		n, err := st.LedgerSize(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("oip: ledger size: %w", err)
+		}
+		size := int64(0)
+		if latest != nil {
+			size = latest.TreeSize
+		}
+		switch {
+		case size == n:
+			return latest, n, nil
+		case size > n:
+			return latest, n, &TamperError{Seq: n + 1, What: fmt.Sprintf("the newest stored checkpoint is of tree size %d but the ledger holds %d records: records %d..%d were removed", size, n, n+1, size), Hint: tamperHint}
+		case attempt < 3:
+			continue // an append committed between the two reads
+		case latest == nil:
+			return nil, n, checkpointFault("the ledger holds %d records but no stored checkpoint (the checkpoints were removed)", n)
+		default:
+			return latest, n, checkpointFault("no stored checkpoint covers records %d..%d (the checkpoint of tree size %d was removed)", size+1, n, n)
+		}
+	}
+}
