@@ -11,11 +11,10 @@ import (
 // /metrics with many runs, the large run and the large row.
 
 type growthRow struct {
-	target         string
-	runs, conns    int
-	rps, p50, p99  float64 // p50 and p99 in ms
-	errs           float64
-	metricsMedianU float64
+	target        string
+	runs, conns   int
+	rps, p50, p99 float64 // p50 and p99 in ms
+	errs          float64
 }
 
 type boundedResults struct {
