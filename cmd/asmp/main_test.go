@@ -27,21 +27,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "asmp-bin")
-	if err != nil {
-		panic(err)
-	}
-	// The binary has the race detector when these tests run with -race.
-	binary, err = testbin.Build(dir)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building asmp: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &binary, nil) }
 
 // The server under test has the race detector exactly when the tests do:
 // go test -race checks it, a plain go test does not wait for a race build.

@@ -29,21 +29,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "asmp-mcp-bin")
-	if err != nil {
-		panic(err)
-	}
-	binary, err = testbin.Build(dir)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building asmp: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stopServers()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &binary, stopServers) }
 
 // Tokens of the test server.
 const (

@@ -7,6 +7,7 @@ package testbin
 import (
 	"debug/buildinfo"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
@@ -49,4 +50,27 @@ func raceSetting(bi *debug.BuildInfo) bool {
 		}
 	}
 	return false
+}
+
+// Main is a test package's TestMain for black-box tests: it builds the
+// binary into a temporary directory, stores its path in *bin, runs the
+// tests, calls cleanup (when not nil), removes the directory and exits
+// with the tests' status.
+func Main(m interface{ Run() int }, bin *string, cleanup func()) {
+	dir, err := os.MkdirTemp("", "asmp-bin")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testbin: %v\n", err)
+		os.Exit(1)
+	}
+	if *bin, err = Build(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "building asmp: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if cleanup != nil {
+		cleanup()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
