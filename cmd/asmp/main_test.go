@@ -277,7 +277,7 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		var evs struct {
 			Events []map[string]any `json:"events"`
 		}
-		json.Unmarshal(q.do("GET", "/runs/"+id+"/events", nil).body, &evs)
+		json.Unmarshal(q.do("GET", "/runs/"+id+"/events?limit=1000", nil).body, &evs)
 		if int64(len(evs.Events)) != got {
 			t.Fatalf("run %d: %d events for version %d", i, len(evs.Events), got)
 		}

@@ -118,7 +118,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 		if strings.Contains(err.Error(), "trust-proxy") {
 			return fmt.Errorf("%w: --trust-proxy takes the addresses of the proxies to trust, e.g. --trust-proxy 127.0.0.1/32", err)
 		}
-		return err
+		return flagError(c, err)
 	})
 	return cmd
 }

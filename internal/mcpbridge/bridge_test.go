@@ -390,7 +390,7 @@ func TestConfigWizardWithDynamicTools(t *testing.T) {
 	eachTransport(t, agentToken, func(t *testing.T, c *conn, _ string) {
 		sc := c.step("asmp_start_run", map[string]any{"workflow_id": "config-wizard-v1"})
 		run := frame(sc)["run_id"].(string)
-		if got := strs(sc["tools"]); !slices.Equal(got, []string{"start"}) {
+		if got := strs(sc["tools"]); !slices.Equal(got, []string{"exit", "start"}) {
 			t.Fatalf("INITIAL offers %v", got)
 		}
 		if d := c.tools()["start"].Description; !strings.Contains(d, "Start wizard") {
@@ -496,7 +496,7 @@ func TestScopesAndStaleTools(t *testing.T) {
 			reader.refused("asmp_start_run", map[string]any{}, `"runs" scope`)
 			run := httpDo(t, url, adminToken, "POST", "/runs", map[string]any{"workflow_id": "config-wizard-v1"})["run_id"].(string)
 			sc := reader.step("asmp_get_run", map[string]any{"run_id": run})
-			if !slices.Equal(strs(sc["tools"]), []string{"start"}) {
+			if !slices.Equal(strs(sc["tools"]), []string{"exit", "start"}) {
 				t.Fatalf("get_run: %v", sc)
 			}
 			reader.refused("start", map[string]any{}, `"runs" scope`)
