@@ -385,8 +385,8 @@ func growth() error {
 			}
 			for _, l := range lists {
 				m := s.measure(get(s.url+l.path, *listConns))
-				fmt.Printf("list\t%s\t%d\t%s\t%d\t%.0f\t%d\t%d\t%d\t%.2f\n", target, n, l.name, *listConns, m.rps, m.p50.Microseconds(), m.p99.Microseconds(), m.errs, m.other)
-				say("%s at %d runs, GET %s, %d connections: %.0f rps, p50 %v, p99 %v, %d errors; other processes %.2f cores", target, n, l.path, *listConns, m.rps, m.p50, m.p99, m.errs, m.other)
+				fmt.Printf("list\t%s\t%d\t%s\t%d\t%.1f\t%d\t%d\t%d\t%.2f\n", target, n, l.name, *listConns, m.rps, m.p50.Microseconds(), m.p99.Microseconds(), m.errs, m.other)
+				say("%s at %d runs, GET %s, %d connections: %.1f rps, p50 %v, p99 %v, %d errors; other processes %.2f cores", target, n, l.path, *listConns, m.rps, m.p50, m.p99, m.errs, m.other)
 			}
 			s.waitIdle()
 			var ms []time.Duration
