@@ -3,10 +3,16 @@
 // binary itself and prints one tab-separated result line per figure, for
 // bench/run and bench/report:
 //
-//	growth   TARGET RUNS CONNS rps p50_us p99_us errors   transitions on a server holding RUNS runs
-//	metrics  TARGET RUNS median_us                        GET /metrics on that server
-//	loadavg  growth_start|growth_end LOAD1                the machine's load around the growth table
-//	bigrun   NAME VALUE                                   the 1 MB run and the 200-version row
+//	growth   TARGET RUNS CONNS rps p50_us p99_us errors other_cpu        transitions on a server holding RUNS runs
+//	list     TARGET RUNS NAME CONNS rps p50_us p99_us errors other_cpu   GET /runs pages (NAME: list, list_filtered) there
+//	metrics  TARGET RUNS median_us                                      GET /metrics on that server
+//	loadavg  growth_start|TARGET-RUNS|growth_end LOAD1                  the machine's 1-minute load average
+//	bigrun   NAME VALUE                                                 the 1 MB run and the 200-version row
+//
+// other_cpu is the CPU time, in cores, that processes other than the
+// server and the load generator used during the measured window (busy
+// time from /proc/stat less theirs): what the machine's other work took
+// from the measurement.
 //
 // Usage:
 //
@@ -15,7 +21,9 @@
 //
 // growth preloads RUNS runs of bench/loop-v1.yaml over HTTP, then ticks 64
 // (and 16) further runs from as many connections for -duration after a
-// -warmup, on the same server. SQLite databases are kept under -tmp
+// -warmup, on the same server, then reads the first page of GET /runs
+// (unfiltered, and filtered by workflow and status) from -list-conns
+// connections for as long. SQLite databases are kept under -tmp
 // (asmp-growth-RUNS.db) and reused by later runs. bigrun gives one run of
 // bench/bigrun-v1.yaml -data-mb MB of data, ticks it -ticks times, and
 // reports the database bytes per tick after a clean shutdown (the WAL
@@ -57,6 +65,7 @@ var (
 	sizes     = flag.String("sizes", "0,100000,1000000", "stored runs for the growth table")
 	targets   = flag.String("targets", "memory,sqlite", "stores for the growth table")
 	conns     = flag.String("conns", "64,16", "connections for the growth table")
+	listConns = flag.Int("list-conns", 1, "connections for the GET /runs workloads of the growth table")
 	duration  = flag.Duration("duration", 10*time.Second, "measured time of each growth workload")
 	warmup    = flag.Duration("warmup", 2*time.Second, "warm-up before each growth workload")
 	tmp       = flag.String("tmp", "/var/tmp", "directory for SQLite databases (a disk, not tmpfs)")
@@ -310,6 +319,23 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
+// lists are the GET /runs workloads of the growth table: the first page
+// a console asks for, unfiltered and filtered (every stored run of the
+// growth table is a loop-v1 run in LOOP, which is active).
+var lists = []struct{ name, path string }{
+	{"list", "/runs?limit=50"},
+	{"list_filtered", "/runs?limit=50&workflow_id=loop-v1&status=active"},
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "0"
+	}
+	return f[0]
+}
+
 func growth() error {
 	ns, err := ints(*sizes)
 	if err != nil {
@@ -318,14 +344,6 @@ func growth() error {
 	cs, err := ints(*conns)
 	if err != nil {
 		return err
-	}
-	loadavg := func() string {
-		b, _ := os.ReadFile("/proc/loadavg")
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			return "0"
-		}
-		return f[0]
 	}
 	defer func() { fmt.Printf("loadavg\tgrowth_end\t%s\n", loadavg()) }()
 	fmt.Printf("loadavg\tgrowth_start\t%s\n", loadavg())
@@ -359,12 +377,18 @@ func growth() error {
 				s.stop()
 				return err
 			}
+			fmt.Printf("loadavg\t%s-%d\t%s\n", target, n, loadavg())
 			for _, c := range cs {
-				load(s.url, ids[:c], *warmup)
-				rps, p50, p99, errs := load(s.url, ids[:c], *duration)
-				fmt.Printf("growth\t%s\t%d\t%d\t%.0f\t%d\t%d\t%d\n", target, n, c, rps, p50.Microseconds(), p99.Microseconds(), errs)
-				say("%s at %d runs, %d connections: %.0f rps, p50 %v, p99 %v, %d errors", target, n, c, rps, p50, p99, errs)
+				m := s.measure(tick(s.url, ids[:c]))
+				fmt.Printf("growth\t%s\t%d\t%d\t%.0f\t%d\t%d\t%d\t%.2f\n", target, n, c, m.rps, m.p50.Microseconds(), m.p99.Microseconds(), m.errs, m.other)
+				say("%s at %d runs, %d connections: %.0f rps, p50 %v, p99 %v, %d errors; other processes %.2f cores", target, n, c, m.rps, m.p50, m.p99, m.errs, m.other)
 			}
+			for _, l := range lists {
+				m := s.measure(get(s.url+l.path, *listConns))
+				fmt.Printf("list\t%s\t%d\t%s\t%d\t%.1f\t%d\t%d\t%d\t%.2f\n", target, n, l.name, *listConns, m.rps, m.p50.Microseconds(), m.p99.Microseconds(), m.errs, m.other)
+				say("%s at %d runs, GET %s, %d connections: %.1f rps, p50 %v, p99 %v, %d errors; other processes %.2f cores", target, n, l.path, *listConns, m.rps, m.p50, m.p99, m.errs, m.other)
+			}
+			s.waitIdle()
 			var ms []time.Duration
 			for i := 0; i < 21; i++ {
 				t0 := time.Now()
@@ -383,52 +407,160 @@ func growth() error {
 	return nil
 }
 
+// ---- load ------------------------------------------------------------------
+
+// workload is what one measurement sends: with wrk, script (under
+// -wrk-dir) on url with env; else, from a Go client, req on each of conns
+// connections.
+type workload struct {
+	conns  int
+	script string
+	url    string
+	env    []string
+	req    func(ctx context.Context, conn int) *http.Request
+}
+
+// tick is the transition workload: POST .../transitions/tick on the runs
+// of ids from as many connections.
+func tick(url string, ids []string) workload {
+	return workload{conns: len(ids), script: "transition.lua", url: url, env: []string{"RUN_IDS=" + strings.Join(ids, ",")},
+		req: func(ctx context.Context, i int) *http.Request {
+			req, _ := http.NewRequestWithContext(ctx, "POST", url+"/runs/"+ids[i]+"/transitions/tick", strings.NewReader("{}"))
+			req.Header.Set("Content-Type", "application/json")
+			return req
+		}}
+}
+
+// get is GET url from conns connections.
+func get(url string, conns int) workload {
+	return workload{conns: conns, script: "get.lua", url: url,
+		req: func(ctx context.Context, _ int) *http.Request {
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			return req
+		}}
+}
+
+// measured is one measurement: the rate, the median and 99th percentile
+// latencies, the failures, and the cores other processes used meanwhile.
+type measured struct {
+	rps      float64
+	p50, p99 time.Duration
+	errs     int64
+	other    float64
+}
+
+// measure waits for the server to be idle, warms w up for -warmup and
+// measures it for -duration.
+func (s *server) measure(w workload) measured {
+	s.waitIdle()
+	run(w, *warmup)
+	s.waitIdle()
+	busy0, srv0, self0 := machineTicks(), procTicks(s.pid), procTicks(os.Getpid())
+	t0 := time.Now()
+	m, loadTicks := run(w, *duration)
+	el := time.Since(t0).Seconds()
+	others := machineTicks() - busy0 - (procTicks(s.pid) - srv0) - (procTicks(os.Getpid()) - self0) - loadTicks
+	m.other = max(0, float64(others)/clkTck/el)
+	return m
+}
+
+// clkTck is USER_HZ, the unit of /proc/stat and /proc/PID/stat times.
+const clkTck = 100
+
+// machineTicks is the busy time of all CPUs (user, nice, system, steal)
+// from /proc/stat. Interrupts are left out: the kernel may not charge
+// the loopback traffic's softirq time to the processes it serves.
+func machineTicks() int64 {
+	b, _ := os.ReadFile("/proc/stat")
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	var n int64
+	for _, i := range []int{1, 2, 3, 8} {
+		if i < len(f) {
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			n += v
+		}
+	}
+	return n
+}
+
+// procTicks is the CPU time (utime + stime) of process pid, all threads.
+func procTicks(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	st := string(b)
+	f := strings.Fields(st[strings.LastIndex(st, ")")+1:]) // after the command's name: state ppid ... utime stime
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
+}
+
+// waitIdle waits (at most a minute) until the server has used less than
+// 10% of a core for a quarter of a second: requests left over from a
+// workload the load generator gave up on are not counted in the next.
+func (s *server) waitIdle() {
+	t := procTicks(s.pid)
+	for i := 0; i < 240; i++ {
+		time.Sleep(250 * time.Millisecond)
+		n := procTicks(s.pid)
+		if n-t <= 2 {
+			return
+		}
+		t = n
+	}
+}
+
 var resultLine = regexp.MustCompile(`RESULT requests=\d+ duration_us=\d+ rps=([0-9.]+) p50_us=(\d+) p90_us=\d+ p99_us=(\d+) max_us=\d+ non2xx=(\d+) errors=(\d+)`)
 
-// load ticks the runs of ids from len(ids) connections for d (with wrk,
-// round-robin as bench/run's transition workload; else from a Go client,
-// each connection on its own run); it returns the rate, the median and
-// 99th percentile latencies and the failures.
-func load(url string, ids []string, d time.Duration) (float64, time.Duration, time.Duration, int64) {
+// run sends w for d (with wrk, one thread, when it is on PATH; else from
+// a Go client, one connection per goroutine); it returns the measurement
+// and the CPU time of the wrk process, if any.
+func run(w workload, d time.Duration) (measured, int64) {
 	if d <= 0 {
-		return 0, 0, 0, 0
+		return measured{}, 0
 	}
-	if w, err := exec.LookPath("wrk"); err == nil {
-		cmd := exec.Command(w, "-t1", fmt.Sprintf("-c%d", len(ids)), fmt.Sprintf("-d%ds", max(1, int(d.Seconds()))), "--timeout", "10s",
-			"-s", filepath.Join(*wrkDir, "transition.lua"), url)
-		cmd.Env = append(os.Environ(), "RUN_IDS="+strings.Join(ids, ","), "BENCH_WRK_DIR="+*wrkDir)
+	if bin, err := exec.LookPath("wrk"); err == nil {
+		cmd := exec.Command(bin, "-t1", fmt.Sprintf("-c%d", w.conns), fmt.Sprintf("-d%ds", max(1, int(d.Seconds()))), "--timeout", "10s",
+			"-s", filepath.Join(*wrkDir, w.script), w.url)
+		cmd.Env = append(os.Environ(), append(w.env, "BENCH_WRK_DIR="+*wrkDir)...)
 		out, err := cmd.CombinedOutput()
+		var ticks int64
+		if cmd.ProcessState != nil {
+			ticks = int64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()) * clkTck / time.Second)
+		}
 		m := resultLine.FindStringSubmatch(string(out))
 		if err != nil || m == nil {
 			say("wrk failed: %v %s", err, out)
-			return 0, 0, 0, 1
+			return measured{errs: 1}, ticks
 		}
 		rps, _ := strconv.ParseFloat(m[1], 64)
 		p50, _ := strconv.ParseInt(m[2], 10, 64)
 		p99, _ := strconv.ParseInt(m[3], 10, 64)
 		n1, _ := strconv.ParseInt(m[4], 10, 64)
 		n2, _ := strconv.ParseInt(m[5], 10, 64)
-		return rps, time.Duration(p50) * time.Microsecond, time.Duration(p99) * time.Microsecond, n1 + n2
+		return measured{rps: rps, p50: time.Duration(p50) * time.Microsecond, p99: time.Duration(p99) * time.Microsecond, errs: n1 + n2}, ticks
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	lat := make([][]time.Duration, len(ids))
+	lat := make([][]time.Duration, w.conns)
 	var errs atomic.Int64
 	var wg sync.WaitGroup
 	t0 := time.Now()
-	for i, id := range ids {
+	for i := range w.conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			tr := &http.Transport{MaxIdleConnsPerHost: 1}
 			c := &http.Client{Transport: tr}
 			defer tr.CloseIdleConnections()
-			u := url + "/runs/" + id + "/transitions/tick"
 			for ctx.Err() == nil {
 				s := time.Now()
-				req, _ := http.NewRequestWithContext(ctx, "POST", u, strings.NewReader("{}"))
-				req.Header.Set("Content-Type", "application/json")
-				res, err := c.Do(req)
+				res, err := c.Do(w.req(ctx, i))
 				if err != nil {
 					if ctx.Err() == nil {
 						errs.Add(1)
@@ -452,10 +584,10 @@ func load(url string, ids []string, d time.Duration) (float64, time.Duration, ti
 		all = append(all, l...)
 	}
 	if len(all) == 0 {
-		return 0, 0, 0, errs.Load()
+		return measured{errs: errs.Load()}, 0
 	}
 	slices.Sort(all)
-	return float64(len(all)) / el.Seconds(), all[len(all)/2], all[len(all)*99/100], errs.Load()
+	return measured{rps: float64(len(all)) / el.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100], errs: errs.Load()}, 0
 }
 
 // ---- the large run and the large row ----------------------------------------

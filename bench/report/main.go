@@ -5,6 +5,11 @@
 // and the optimisation log (bench/OPTIMISATION_LOG.md, included verbatim).
 //
 //	report -results results.tsv -log bench/OPTIMISATION_LOG.md -out docs/PERFORMANCE.md [-check]
+//	report -results bounded.tsv -section bounded -out docs/PERFORMANCE.md
+//
+// With -section bounded it rewrites only the bounded-cost section of -out
+// and that section's rows of the targets table, keeping the rest (the
+// figures of an earlier full run).
 //
 // It also prints the targets table on stdout. It exits 1 when a request
 // failed (non-2xx or socket errors, a fan-out delivery missed) and, with
@@ -28,11 +33,19 @@ func main() {
 	out := flag.String("out", "docs/PERFORMANCE.md", "report to write")
 	quick := flag.Bool("quick", false, "the results come from bench/run --quick")
 	check := flag.Bool("check", false, "exit 1 when a target is missed")
+	section := flag.String("section", "", "rewrite only this section of -out (bounded), keeping the rest")
 	flag.Parse()
 	r, err := load(*results)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
+	}
+	if *section != "" {
+		if err := rewriteSection(*out, *section, r, *check); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	var log []byte
 	if *logFile != "" {
@@ -89,6 +102,9 @@ type results struct {
 	memKeys []string
 	bench   []*gobench
 	bounded *boundedResults
+	// sectionOnly: the results are those of one section, written into a
+	// report of an earlier full run (-section).
+	sectionOnly bool
 }
 
 func load(path string) (*results, error) {
@@ -127,7 +143,7 @@ func load(path string) (*results, error) {
 				r.memKeys = append(r.memKeys, fs[1])
 			}
 			r.mem[fs[1]] = kv(fs[2])
-		case "growth", "metrics", "bigrun", "loadavg":
+		case "growth", "list", "metrics", "bigrun", "loadavg":
 			r.addBounded(fs)
 		case "gobench":
 			pkg := fs[1]
