@@ -37,6 +37,7 @@ the discovery frame at <a href="{{.Base}}/">{{.Base}}/</a> (any <code>Accept</co
  — <a href="{{$.Base}}/visualize?workflow_id={{.WorkflowID}}">diagram</a></li>
 {{end}}</ul>
 <h2>Next</h2><ul>
+<li><a href="{{.Base}}/console/">The console</a> (<code>/console/</code>): list runs, drive them and audit the ledger.</li>
 <li>In a terminal: <code>asmp attach {{.Base}}</code> drives a run in a terminal UI;
 <code>asmp start {{.Base}}</code> drives one in agent mode, one command per step.</li>
 <li><a href="{{.Base}}/visualize">The state diagrams</a> (<code>/visualize</code>).</li>

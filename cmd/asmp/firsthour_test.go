@@ -174,12 +174,13 @@ func TestHintsFitTheirReaders(t *testing.T) {
 func TestFirstMinutes(t *testing.T) {
 	dir := t.TempDir()
 	p := serve(t, "--db", filepath.Join(dir, "first.db"))
-	if log := p.stderr.String(); !strings.Contains(log, "asmp attach "+p.url) || !strings.Contains(log, p.url+"/openapi.json") || !strings.Contains(log, p.url+"/visualize") {
+	if log := p.stderr.String(); !strings.Contains(log, "asmp attach "+p.url) || !strings.Contains(log, p.url+"/console/") || !strings.Contains(log, p.url+"/openapi.json") || !strings.Contains(log, p.url+"/visualize") {
 		t.Fatalf("serve says nothing about what next:\n%s", log)
 	}
 	page := p.do("GET", "/", nil, "Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
 	if page.status != 200 || !strings.HasPrefix(page.header.Get("Content-Type"), "text/html") ||
-		!strings.Contains(string(page.body), `href="`+p.url+`/visualize?workflow_id=expense-approval-v1"`) || !strings.Contains(string(page.body), `href="`+p.url+`/openapi.json"`) {
+		!strings.Contains(string(page.body), `href="`+p.url+`/visualize?workflow_id=expense-approval-v1"`) || !strings.Contains(string(page.body), `href="`+p.url+`/openapi.json"`) ||
+		!strings.Contains(string(page.body), `href="`+p.url+`/console/"`) {
 		t.Fatalf("browser at /: %d %s\n%s", page.status, page.header, page.body)
 	}
 	for _, accept := range []string{"", "application/json", "*/*"} {

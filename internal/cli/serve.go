@@ -204,6 +204,7 @@ func loadWorkflows(files []string) ([]*workflow.Definition, error) {
 // writeServeNext tells whoever started the server where to go next.
 func writeServeNext(w io.Writer, url string) {
 	fmt.Fprintf(w, `Next:
+  %[1]s/console/    the console: list, drive and audit runs in a browser
   asmp attach %[1]s    drive a run in the terminal UI (asmp start %[1]s for agent mode)
   %[1]s/ in a browser    links to the state diagrams (%[1]s/visualize) and the API description (%[1]s/openapi.json)
   curl %[1]s/          the discovery frame: one start action per workflow
