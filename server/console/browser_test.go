@@ -388,6 +388,11 @@ func TestTypedInputsAndCriticalConfirmation(t *testing.T) {
 	}
 	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="reject"]`)))
 	tb.waitJS(`document.querySelector('#confirm-dialog').open`)
+	// Cancel and ask again at once: the first showing's close event is still
+	// queued when the second opens, and must not answer the second.
+	tb.eval(`document.querySelector('#confirm-dialog button[value="cancel"]').click(),
+		document.querySelector('button[data-action="reject"]').click(), ''`)
+	tb.waitJS(`document.querySelector('#confirm-dialog').open`)
 	tb.do(chromedp.Click(chromedp.CSS(`#confirm-dialog button[value="confirm"]`)))
 	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'REJECTED'`)
 }

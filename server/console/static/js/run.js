@@ -37,12 +37,28 @@ export function parseTyped(type, raw, checked) {
   }
 }
 
+// The answer the open confirmation waits for. The dialog's close event is
+// queued, so one from an earlier showing can arrive after the next showing
+// opened: a close counts only while the dialog is shut, and it settles
+// whichever question is pending now, once.
+let pendingConfirm = null;
+
 function confirmDialog(message) {
   const dialog = document.getElementById('confirm-dialog');
+  if (!dialog.dataset.wired) {
+    dialog.dataset.wired = 'yes';
+    dialog.addEventListener('close', () => {
+      if (dialog.open || !pendingConfirm) return;
+      const settle = pendingConfirm;
+      pendingConfirm = null;
+      settle(dialog.returnValue === 'confirm');
+    });
+  }
+  if (pendingConfirm) pendingConfirm(false); // an earlier question not yet settled is a no
   dialog.querySelector('.message').textContent = message;
   dialog.returnValue = '';
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'confirm'), { once: true });
+    pendingConfirm = resolve;
     dialog.showModal();
     dialog.querySelector('button[value="cancel"]').focus();
   });
