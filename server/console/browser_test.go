@@ -158,13 +158,17 @@ func (tb *tab) waitJS(expr string) {
 	}
 }
 
+// text returns the visible text of the first element sel matches, once
+// there is one. It reads it in one step in the page: a node looked up
+// first and read after may have been drawn anew in between.
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
-	s, err := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(sel)))
+	q, err := json.Marshal(sel)
 	if err != nil {
-		tb.t.Fatalf("tab %s: text of %s: %v", tb.name, sel, err)
+		tb.t.Fatal(err)
 	}
-	return s
+	tb.waitJS(`!!document.querySelector(` + string(q) + `)`)
+	return tb.eval(`document.querySelector(` + string(q) + `)?.innerText ?? ''`)
 }
 
 func (tb *tab) eval(js string) string {
@@ -529,7 +533,8 @@ func TestLedgerReceiptVerification(t *testing.T) {
 	tb.do(chromedp.Navigate(s.url + "/console/#/ledger/" + call.InvID))
 	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok')`)
 	tb.do(chromedp.Click(chromedp.CSS(`.summary .links a[href="#/ledger/` + again.InvID + `"]`)))
-	tb.waitJS(`location.hash === '#/ledger/` + again.InvID + `' && document.querySelector('#verdict')?.classList.contains('ok')`)
+	// The page of the replay, not the one it replaced: its title names it.
+	tb.waitJS(`location.hash === '#/ledger/` + again.InvID + `' && document.querySelector('h1.run-id')?.textContent === '` + again.InvID + `' && document.querySelector('#verdict')?.classList.contains('ok')`)
 	if got := tb.text(".summary .links"); !strings.Contains(got, "replays") {
 		t.Fatalf("the replay's links read %q", got)
 	}
