@@ -1,0 +1,96 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/asmp-dev/asmp/store"
+)
+
+// Every filter of a run list walks an index in the list's order and stops
+// at the page's end: no sequential scan of runs and no sort of what
+// matched, so a page costs the same at 10 and at 1,000,000 runs. The
+// planner is told to avoid sequential and bitmap scans (on a small table
+// it would rightly prefer them); a sort still shows when no index gives
+// the order.
+func TestListRunsUsesIndexes(t *testing.T) {
+	u := os.Getenv("ASMP_TEST_POSTGRES")
+	if u == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ASMP_TEST_POSTGRES is not set, and CI is")
+		}
+		t.Skip("ASMP_TEST_POSTGRES is not set")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "asmp_plan_" + hex.EncodeToString(b[:])
+	ctx := t.Context()
+	s, err := Open(ctx, u, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, u); err == nil {
+			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			_ = conn.Close(ctx)
+		}
+	})
+
+	processing, derived := "processing", ""
+	cursor := store.RunCursor{UpdatedAt: time.Unix(100, 0), ID: "x"}
+	cases := []struct {
+		name  string
+		f     store.RunFilter
+		index string
+	}{
+		{"unfiltered", store.RunFilter{Limit: 50}, "runs_updated"},
+		{"updated after", store.RunFilter{UpdatedAfter: time.Unix(5, 0), Limit: 50}, "runs_updated"},
+		{"next page", store.RunFilter{Before: cursor, Limit: 50}, "runs_updated"},
+		{"workflow", store.RunFilter{WorkflowID: "wf", Limit: 50}, "runs_list_workflow"},
+		{"workflow, next page", store.RunFilter{WorkflowID: "wf", Before: cursor, Limit: 50}, "runs_list_workflow"},
+		{"state", store.RunFilter{State: "S", Limit: 50}, "runs_list_state"},
+		{"status override", store.RunFilter{Override: &processing, Limit: 50}, "runs_list_status"},
+		{"workflow and state", store.RunFilter{WorkflowID: "wf", State: "S", Limit: 50}, "runs_list_workflow_state"},
+		{"derived status of one state", store.RunFilter{WorkflowID: "wf", State: "S", Override: &derived, Limit: 50}, "runs_list_workflow_state"},
+	}
+	for _, tc := range cases {
+		q, args := listRunsQuery(tc.f)
+		plan := explain(t, s, q, args...)
+		if !strings.Contains(plan, "Index Scan Backward using "+tc.index+" ") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: plan\n%s\nwant a backward walk of %s, no sort", tc.name, plan, tc.index)
+		}
+	}
+}
+
+// explain returns Postgres' plan for query, one node a line.
+func explain(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
