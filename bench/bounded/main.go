@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // to read the database's page counts
 )
 
@@ -63,7 +65,8 @@ var (
 	asmpBin   = flag.String("asmp", "bin/asmp", "the asmp binary")
 	part      = flag.String("part", "all", "growth, bigrun or all")
 	sizes     = flag.String("sizes", "0,100000,1000000", "stored runs for the growth table")
-	targets   = flag.String("targets", "memory,sqlite", "stores for the growth table")
+	targets   = flag.String("targets", "memory,sqlite", "stores for the growth table (memory, sqlite, postgres)")
+	pgURL     = flag.String("postgres", "", "a PostgreSQL server for the postgres target: one database per size (asmp_growth_RUNS) is made there and reused")
 	conns     = flag.String("conns", "64,16", "connections for the growth table")
 	listConns = flag.Int("list-conns", 1, "connections for the GET /runs workloads of the growth table")
 	duration  = flag.Duration("duration", 10*time.Second, "measured time of each growth workload")
@@ -288,6 +291,45 @@ func dbUsed(path string) (int64, error) {
 	return (pages - free) * size, nil
 }
 
+// pgDatabase returns the URL of the database of the growth table's
+// postgres target for n stored runs (asmp_growth_N on the -postgres
+// server), and whether it already holds them (built by an earlier run);
+// otherwise it is made anew, empty.
+func pgDatabase(n int) (string, bool, error) {
+	if *pgURL == "" {
+		return "", false, errors.New("the postgres target needs -postgres URL")
+	}
+	base, err := url.Parse(*pgURL)
+	if err != nil {
+		return "", false, fmt.Errorf("-postgres: %w", err)
+	}
+	name := fmt.Sprintf("asmp_growth_%d", n)
+	u := *base
+	u.Path = "/" + name
+	ctx := context.Background()
+	if n > 0 {
+		if conn, err := pgx.Connect(ctx, u.String()); err == nil {
+			var stored int
+			err := conn.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&stored)
+			_ = conn.Close(ctx)
+			if err == nil && stored >= n {
+				return u.String(), true, nil
+			}
+		}
+	}
+	conn, err := pgx.Connect(ctx, base.String())
+	if err != nil {
+		return "", false, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{`DROP DATABASE IF EXISTS ` + name, `CREATE DATABASE ` + name} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", false, fmt.Errorf("postgres: %s: %w", q, err)
+		}
+	}
+	return u.String(), false, nil
+}
+
 // removeDB removes a database file and the files beside it.
 func removeDB(db string) {
 	for _, p := range []string{db, db + "-wal", db + "-shm", db + "-lock", db + ".key", db + ".key.pub"} {
@@ -358,6 +400,16 @@ func growth() error {
 				} else if fi, err := os.Stat(db); err == nil && fi.Size() > 0 {
 					preload = 0 // built by an earlier run: reused
 					say("sqlite: reusing %s", db)
+				}
+			}
+			if target == "postgres" {
+				var reused bool
+				if db, reused, err = pgDatabase(n); err != nil {
+					return err
+				}
+				if reused {
+					preload = 0
+					say("postgres: reusing %s", db)
 				}
 			}
 			s, err := startServer(db, *loopFile)
