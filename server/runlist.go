@@ -93,33 +93,71 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 		}
 		f.Before = cur
 	}
-	subs, err := statusFilters(f, q.Get("status"), defs)
+	status := q.Get("status")
+	vdefs, err := s.versionDefs(r, defs, status)
 	if err != nil {
 		return err
 	}
-	runs, more, err := s.listMerged(r, subs, f.Limit)
+	subs, err := statusFilters(f, status, vdefs)
+	if err != nil {
+		return err
+	}
+	var keep func(store.Run) bool
+	if status != "" {
+		// A derived status is the pinned version's: a state may show
+		// another status in another version of the workflow.
+		keep = func(sr store.Run) bool { return s.statusOf(r, sr) == status }
+	}
+	runs, next, err := s.listMerged(r, subs, f.Limit, keep)
 	if err != nil {
 		return err
 	}
 	page := runPage{Runs: make([]listedRun, 0, len(runs))}
 	for _, sr := range runs {
-		page.Runs = append(page.Runs, s.listed(sr, c.base))
+		page.Runs = append(page.Runs, s.listed(r, sr, c.base))
 	}
-	if more {
-		next := encodeRunCursor(store.CursorOf(runs[len(runs)-1]))
-		page.NextCursor = &next
+	if !next.IsZero() {
+		cur := encodeRunCursor(next)
+		page.NextCursor = &cur
 	}
 	w.Header()["Cache-Control"] = noStore
 	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil
 }
 
-// statusFilters turns a status filter into store filters whose union is
-// the runs with that status: a stored override (processing, failed) is
-// one filter, and a status derived from the definition is one filter per
-// state that shows it, limited to runs without an override. No status:
-// f alone.
-func statusFilters(f store.RunFilter, status string, defs []*workflow.Definition) ([]store.RunFilter, error) {
+// versionDefs returns, for each workflow of defs, its served definition
+// followed by its other stored versions when a status filter needs them
+// (a derived status is read from the version a run is pinned to).
+func (s *Server) versionDefs(r *http.Request, defs []*workflow.Definition, status string) ([][]*workflow.Definition, error) {
+	out := make([][]*workflow.Definition, len(defs))
+	for i, d := range defs {
+		out[i] = []*workflow.Definition{d}
+		if status == "" {
+			continue
+		}
+		stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, sd := range stored {
+			if sd.Version == d.Version() {
+				continue
+			}
+			if vd, err := s.e.DefinitionAt(r.Context(), d.ID, sd.Version); err == nil {
+				out[i] = append(out[i], vd)
+			}
+		}
+	}
+	return out, nil
+}
+
+// statusFilters turns a status filter into store filters whose union
+// holds the runs with that status: a stored override (processing,
+// failed) is one filter, and a status derived from the definition is one
+// filter per state that shows it in some version of the workflow
+// (versions[i]: the served definition first, then stored ones), limited
+// to runs without an override. No status: f alone.
+func statusFilters(f store.RunFilter, status string, versions [][]*workflow.Definition) ([]store.RunFilter, error) {
 	if status == "" {
 		return []store.RunFilter{f}, nil
 	}
@@ -131,18 +169,22 @@ func statusFilters(f store.RunFilter, status string, defs []*workflow.Definition
 		subs = append(subs, o)
 	}
 	derived := ""
-	for _, d := range defs {
-		for _, st := range d.States {
-			shown := d.StatusOf(st)
-			if !slices.Contains(known, shown) {
-				known = append(known, shown)
+	for _, vs := range versions {
+		var states []string
+		for _, d := range vs {
+			for _, st := range d.States {
+				shown := d.StatusOf(st)
+				if !slices.Contains(known, shown) {
+					known = append(known, shown)
+				}
+				if shown != status || f.State != "" && st.Name != f.State || slices.Contains(states, st.Name) {
+					continue
+				}
+				states = append(states, st.Name)
+				o := f
+				o.WorkflowID, o.State, o.Override = d.ID, st.Name, &derived
+				subs = append(subs, o)
 			}
-			if shown != status || f.State != "" && st.Name != f.State {
-				continue
-			}
-			o := f
-			o.WorkflowID, o.State, o.Override = d.ID, st.Name, &derived
-			subs = append(subs, o)
 		}
 	}
 	if !slices.Contains(known, status) {
@@ -151,44 +193,91 @@ func statusFilters(f store.RunFilter, status string, defs []*workflow.Definition
 	return subs, nil
 }
 
-// listMerged reads one page of each filter (all with the same cursor and
-// order) and merges them: the first limit runs of the union, and whether
-// more follow.
-func (s *Server) listMerged(r *http.Request, subs []store.RunFilter, limit int) ([]store.Run, bool, error) {
-	var all []store.Run
-	for _, f := range subs {
-		f.Limit = limit + 1
-		runs, err := s.e.Store().ListRuns(r.Context(), f)
-		if err != nil {
-			return nil, false, err
-		}
-		all = append(all, runs...)
-	}
-	if len(subs) > 1 {
-		slices.SortFunc(all, func(a, b store.Run) int {
-			if store.NewerFirst(store.CursorOf(a), store.CursorOf(b)) {
-				return -1
+// maxListRounds bounds the store reads of one page when keep drops runs:
+// past it the page ends early, with a cursor.
+const maxListRounds = 8
+
+// listMerged reads one page of the union of subs (all in the same order,
+// from the same cursor), keeping the runs keep accepts (nil: all): at
+// most limit runs, and the cursor of the next page (zero at the end).
+// Each round reads limit+1 runs of each filter; the merged runs are in
+// order up to the oldest last run of the filters that returned that many
+// (they may hold more beyond it), so a round that keeps too few goes on
+// from there.
+func (s *Server) listMerged(r *http.Request, subs []store.RunFilter, limit int, keep func(store.Run) bool) ([]store.Run, store.RunCursor, error) {
+	var out []store.Run
+	for round := 0; ; round++ {
+		var all []store.Run
+		var bound store.RunCursor // the oldest last run of a full page
+		for _, f := range subs {
+			f.Limit = limit + 1
+			runs, err := s.e.Store().ListRuns(r.Context(), f)
+			if err != nil {
+				return nil, store.RunCursor{}, err
 			}
-			return 1
-		})
+			all = append(all, runs...)
+			if len(runs) == f.Limit {
+				if last := store.CursorOf(runs[len(runs)-1]); bound.IsZero() || store.NewerFirst(last, bound) {
+					bound = last
+				}
+			}
+		}
+		if len(subs) > 1 {
+			slices.SortFunc(all, func(a, b store.Run) int {
+				if store.NewerFirst(store.CursorOf(a), store.CursorOf(b)) {
+					return -1
+				}
+				return 1
+			})
+		}
+		for _, sr := range all {
+			if !bound.IsZero() && store.NewerFirst(bound, store.CursorOf(sr)) {
+				break // past what every full page covers
+			}
+			if keep != nil && !keep(sr) {
+				continue
+			}
+			if len(out) == limit {
+				return out, store.CursorOf(out[limit-1]), nil
+			}
+			out = append(out, sr)
+		}
+		if bound.IsZero() {
+			return out, store.RunCursor{}, nil // every filter is read to its end
+		}
+		if round+1 == maxListRounds {
+			return out, bound, nil // a short page; the next goes on from bound
+		}
+		for i := range subs {
+			subs[i].Before = bound
+		}
 	}
-	if len(all) > limit {
-		return all[:limit], true, nil
+}
+
+// statusOf is a stored run's status: its override, else what its state
+// shows in the version the run is pinned to (the served one when that
+// is not known).
+func (s *Server) statusOf(r *http.Request, sr store.Run) string {
+	if sr.Status != "" {
+		return sr.Status
 	}
-	return all, false, nil
+	def, ok := s.e.Workflow(sr.WorkflowID)
+	if sr.WorkflowVersion != "" && (!ok || sr.WorkflowVersion != def.Version()) {
+		if d, err := s.e.DefinitionAt(r.Context(), sr.WorkflowID, sr.WorkflowVersion); err == nil {
+			def, ok = d, true
+		}
+	}
+	if ok {
+		if st, ok := def.State(sr.State); ok {
+			return def.StatusOf(st)
+		}
+	}
+	return protocol.StatusActive
 }
 
 // listed renders one stored run for GET /runs.
-func (s *Server) listed(sr store.Run, base string) listedRun {
-	status := sr.Status
-	if status == "" {
-		status = protocol.StatusActive
-		if def, ok := s.e.Workflow(sr.WorkflowID); ok {
-			if st, ok := def.State(sr.State); ok {
-				status = def.StatusOf(st)
-			}
-		}
-	}
+func (s *Server) listed(r *http.Request, sr store.Run, base string) listedRun {
+	status := s.statusOf(r, sr)
 	return listedRun{
 		RunID:           sr.ID,
 		WorkflowID:      sr.WorkflowID,

@@ -251,3 +251,88 @@ func TestPinnedSkillOverHTTP(t *testing.T) {
 		t.Fatalf("an unknown version's skill: %d %s", got.status, got.body)
 	}
 }
+
+// GET /runs shows, and filters by, the status a run's state has in the
+// version the run is pinned to: here PARKED ends a run in v1 but not in
+// v2, so a v1 run there is completed while a v2 run there is active, as
+// GET /runs/{id} says.
+func TestListRunsStatusOfThePinnedVersion(t *testing.T) {
+	src := func(more string) []byte {
+		return []byte("workflow_id: park-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, PARKED: {}, DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: park, to: PARKED}" + more + "]\n")
+	}
+	v1, err := workflow.Load("v1.yaml", src(""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := workflow.Load("v2.yaml", src(", {from: PARKED, action: resume, to: DONE}"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	e1, err := engine.New(st, []*workflow.Definition{v1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []string
+	for range 20 { // more than one page's rounds of store reads at limit=1
+		r, err := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e1.Transition(t.Context(), r.ID, "park", nil, engine.TransitionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, r.ID)
+	}
+	e := start(t, setup{defs: []*workflow.Definition{v2}, newStor: func(*testing.T) storeT { return st }})
+	newer := frame(t, e.do("POST", "/runs", map[string]any{"workflow_id": "park-v1"}), 201).RunID
+	frame(t, e.do("POST", "/runs/"+newer+"/transitions/park", nil), 200)
+	if f := frame(t, e.do("GET", "/runs/"+old[0], nil), 200); f.Status != "completed" {
+		t.Fatalf("GET /runs/{id} of a v1 run in PARKED: status %s", f.Status)
+	}
+
+	list := func(query string) map[string]string {
+		t.Helper()
+		got := map[string]string{}
+		cursor := ""
+		for {
+			r := e.do("GET", "/runs?"+query+cursor, nil)
+			var page struct {
+				Runs []struct {
+					RunID  string `json:"run_id"`
+					Status string `json:"status"`
+				} `json:"runs"`
+				NextCursor *string `json:"next_cursor"`
+			}
+			if r.status != 200 || json.Unmarshal(r.body, &page) != nil {
+				t.Fatalf("GET /runs?%s: %d %s", query, r.status, r.body)
+			}
+			for _, lr := range page.Runs {
+				got[lr.RunID] = lr.Status
+			}
+			if page.NextCursor == nil {
+				return got
+			}
+			cursor = "&cursor=" + *page.NextCursor
+		}
+	}
+	all := list("limit=2")
+	for _, id := range old {
+		if all[id] != "completed" {
+			t.Errorf("v1 run %s listed as %q, want completed", id, all[id])
+		}
+	}
+	if all[newer] != "active" || len(all) != 21 {
+		t.Errorf("the list: %v (v2 run %s should be active)", all, newer)
+	}
+	// Pages of one run each, so that filtering runs out of some pages.
+	completed := list("status=completed&limit=1")
+	if len(completed) != 20 || completed[newer] != "" {
+		t.Errorf("status=completed: %v, want the twenty v1 runs", completed)
+	}
+	active := list("status=active&limit=1")
+	if len(active) != 1 || active[newer] != "active" {
+		t.Errorf("status=active: %v, want only the v2 run %s", active, newer)
+	}
+}

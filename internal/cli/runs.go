@@ -75,9 +75,12 @@ server sent it: {"runs": [...], "next_cursor": STRING|null}.`,
 
 // writeRunList prints a run page as a table.
 func writeRunList(out io.Writer, page *client.RunPage) {
-	if len(page.Runs) == 0 {
+	switch {
+	case len(page.Runs) == 0 && page.NextCursor != nil:
+		fmt.Fprintln(out, "No runs on this page (the server ended it early); more may follow.")
+	case len(page.Runs) == 0:
 		fmt.Fprintln(out, "No runs.")
-	} else {
+	default:
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "RUN_ID\tWORKFLOW\tSTATE\tSTATUS\tUPDATED")
 		for _, r := range page.Runs {
