@@ -57,6 +57,28 @@ func OpenAPIDocument(base string) (map[string]any, error) {
 			}
 		}
 		comps := doc["components"].(map[string]any)
+		schemas, _ := comps["schemas"].(map[string]any)
+		if schemas == nil {
+			schemas = map[string]any{}
+			comps["schemas"] = schemas
+		}
+		schemas["Error"] = errorSchema
+		for _, item := range paths {
+			for _, op := range item.(map[string]any) {
+				op, ok := op.(map[string]any)
+				if !ok {
+					continue
+				}
+				responses, _ := op["responses"].(map[string]any)
+				if responses == nil {
+					responses = map[string]any{}
+					op["responses"] = responses
+				}
+				if responses["default"] == nil {
+					responses["default"] = errorResponse
+				}
+			}
+		}
 		comps["securitySchemes"] = map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "Only when the server runs with --token: Authorization: Bearer SECRET."}}
 		info := doc["info"].(map[string]any)
 		info["x-implementation"] = "asmp (Go)"
@@ -72,6 +94,28 @@ func OpenAPIDocument(base string) (map[string]any, error) {
 	}
 	out["servers"] = []any{map[string]any{"url": base, "description": "This ASMP server"}}
 	return out, nil
+}
+
+// errorSchema is the body of every error answer of the API.
+var errorSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"error", "hint"},
+	"properties": map[string]any{
+		"error": map[string]any{"type": "string", "description": "The error code, e.g. invalid_input, not_found, version_conflict, unsupported_media_type, misdirected, insufficient_storage."},
+		"hint":  map[string]any{"type": "string", "description": "What went wrong and what to do next, in a sentence or two."},
+	},
+	"additionalProperties": true,
+}
+
+// errorResponse is the default response of every operation: the statuses
+// any request can meet besides its own (the routing and browser guards of
+// SPEC section 16 included).
+var errorResponse = map[string]any{
+	"description": "An error, as JSON with an error code and a hint: 400 bad input, 401 no or bad token, 403 a scope the token lacks or a cross-site request, " +
+		"404 unknown path or object, 405 another method (Allow names the served ones), 409 or 412 a version conflict, 413 a body over the limit, " +
+		"415 a body that is not application/json, 421 a Host the server does not answer to, 422 input the workflow refuses, 429 rate limited (Retry-After), " +
+		"431 request headers too large, 500 a server fault, 503 not ready, 507 the disk is full.",
+	"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request, c *call) error {
