@@ -50,6 +50,8 @@ type Client struct {
 	token   string
 	timeout time.Duration
 	ua      string
+	// versions caches the stored definitions Constraints reads.
+	versions versionCache
 }
 
 var _ Backend = (*Client)(nil)

@@ -94,6 +94,14 @@ func Tools(frame protocol.Frame) ([]ToolDef, error) {
 // one written for agents; the CLI hint is the human one, used only when
 // the frame has none).
 func ToolsWithCLI(frame protocol.Frame, cli protocol.CLI) ([]ToolDef, error) {
+	return ToolsWithConstraints(frame, cli, Constraints{})
+}
+
+// ToolsWithConstraints is ToolsWithCLI whose parameter schemas also carry
+// the fields' constraints (minimum, maximum, enum, pattern, maxLength; see
+// (*Client).Constraints), so that a model is told the bounds a call must
+// keep instead of learning them from refusals.
+func ToolsWithConstraints(frame protocol.Frame, cli protocol.CLI, cons Constraints) ([]ToolDef, error) {
 	labels := make(map[string]string, len(cli.Options))
 	for _, o := range cli.Options {
 		labels[o.Action] = o.Label
@@ -120,14 +128,14 @@ func ToolsWithCLI(frame protocol.Frame, cli protocol.CLI) ([]ToolDef, error) {
 	for _, ns := range frame.NextStates {
 		add(ToolDef{
 			Description: actionDescription(ns, labels[ns.Action], hint),
-			Parameters:  protocol.ExpectsSchema(ns.Expects, nil),
+			Parameters:  protocol.ExpectsSchema(ns.Expects, cons.Actions[ns.Action]),
 			Kind:        ToolAction, Target: ns.Action, IsCritical: ns.IsCritical,
 		}, ns.Action)
 	}
 	for _, t := range frame.Tools {
 		add(ToolDef{
 			Description: stageDescription(t, frame.State),
-			Parameters:  protocol.ExpectsSchema(t.Expects, nil),
+			Parameters:  protocol.ExpectsSchema(t.Expects, cons.Tools[t.Name]),
 			Kind:        ToolStage, Target: t.Name,
 		}, protocol.StageToolPrefix+t.Name)
 	}

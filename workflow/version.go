@@ -29,8 +29,10 @@ import (
 //   - states are an object keyed by name (their order in a file does not
 //     count); transitions are a list (their order is the order of
 //     next_states, so it does);
-//   - `expects` types are canonical (int → integer, …); empty fields are
-//     left out; a resource's mime type is the one it is served with;
+//   - `expects` types are canonical (int → integer, …), and the fields'
+//     constraints (minimum, maximum, enum, pattern, maxLength) are part
+//     of it, so a run pinned to a version keeps its bounds; empty fields
+//     are left out; a resource's mime type is the one it is served with;
 //   - resource files and skill files are inlined (text, or base64 when they
 //     are not UTF-8), so the document alone serves the definition after
 //     its files are gone, on any replica;
@@ -92,11 +94,12 @@ type docCLIOption struct {
 }
 
 type docTool struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description,omitempty"`
-	Expects     map[string]string `json:"expects,omitempty"`
-	Row         string            `json:"row,omitempty"`
-	Go          string            `json:"go,omitempty"`
+	Name        string                         `json:"name"`
+	Description string                         `json:"description,omitempty"`
+	Expects     map[string]string              `json:"expects,omitempty"`
+	Constraints map[string]protocol.Constraint `json:"constraints,omitempty"`
+	Row         string                         `json:"row,omitempty"`
+	Go          string                         `json:"go,omitempty"`
 }
 
 type docResource struct {
@@ -117,12 +120,15 @@ type docTask struct {
 }
 
 type docTransition struct {
-	From       string            `json:"from"`
-	Action     string            `json:"action"`
-	To         string            `json:"to"`
-	Expects    map[string]string `json:"expects,omitempty"`
-	IsCritical bool              `json:"is_critical,omitempty"`
-	Guard      *docGuard         `json:"guard,omitempty"`
+	From    string            `json:"from"`
+	Action  string            `json:"action"`
+	To      string            `json:"to"`
+	Expects map[string]string `json:"expects,omitempty"`
+	// Constraints bound expected fields beyond their type; they are part
+	// of the version, and a run pinned to it keeps them.
+	Constraints map[string]protocol.Constraint `json:"constraints,omitempty"`
+	IsCritical  bool                           `json:"is_critical,omitempty"`
+	Guard       *docGuard                      `json:"guard,omitempty"`
 }
 
 type docGuard struct {
@@ -205,7 +211,7 @@ func (d *Definition) document() (*docWorkflow, error) {
 			ds.CLI = dc
 		}
 		for _, t := range s.Tools {
-			dt := docTool{Name: t.Name, Description: t.Description, Expects: t.Expects, Row: t.Row}
+			dt := docTool{Name: t.Name, Description: t.Description, Expects: t.Expects, Constraints: docConstraints(t.Constraints), Row: t.Row}
 			if t.Handler != nil {
 				dt.Go = toolFuncName(s.Name, t.Name)
 			}
@@ -237,7 +243,7 @@ func (d *Definition) document() (*docWorkflow, error) {
 		doc.States[s.Name] = ds
 	}
 	for _, t := range d.Transitions {
-		dt := docTransition{From: t.From, Action: t.Action, To: t.To, Expects: t.Expects, IsCritical: t.IsCritical}
+		dt := docTransition{From: t.From, Action: t.Action, To: t.To, Expects: t.Expects, Constraints: docConstraints(t.Constraints), IsCritical: t.IsCritical}
 		if g := t.Guard; g != nil {
 			dg := &docGuard{Expr: g.Expr, Reason: g.Reason}
 			if g.Func != nil {
@@ -309,7 +315,7 @@ func LoadStored(body []byte, registry *Definition) (*Definition, error) {
 			s.CLI = h
 		}
 		for _, dt := range ds.Tools {
-			t := &Tool{Name: dt.Name, Description: dt.Description, Expects: dt.Expects, Row: dt.Row}
+			t := &Tool{Name: dt.Name, Description: dt.Description, Expects: dt.Expects, Constraints: dt.Constraints, Row: dt.Row}
 			if dt.Go != "" {
 				if fn := registry.toolFunc(dt.Go); fn != nil {
 					t.Handler = fn
@@ -356,7 +362,7 @@ func LoadStored(body []byte, registry *Definition) (*Definition, error) {
 		d.States = append(d.States, s)
 	}
 	for _, dt := range doc.Transitions {
-		t := &Transition{From: dt.From, Action: dt.Action, To: dt.To, Expects: dt.Expects, IsCritical: dt.IsCritical}
+		t := &Transition{From: dt.From, Action: dt.Action, To: dt.To, Expects: dt.Expects, Constraints: dt.Constraints, IsCritical: dt.IsCritical}
 		if dg := dt.Guard; dg != nil {
 			t.Guard = &Guard{Expr: dg.Expr, Reason: dg.Reason}
 			if dg.Go != "" {
@@ -381,6 +387,22 @@ func LoadStored(body []byte, registry *Definition) (*Definition, error) {
 	d.canonical = c
 	d.version = "sha256:" + hex.EncodeToString(sum[:])
 	return d, nil
+}
+
+// docConstraints is the canonical form of a field's constraints: those
+// that bound something, or nil (left out of the document).
+func docConstraints(cs map[string]protocol.Constraint) map[string]protocol.Constraint {
+	var out map[string]protocol.Constraint
+	for k, c := range cs {
+		if c.IsZero() {
+			continue
+		}
+		if out == nil {
+			out = map[string]protocol.Constraint{}
+		}
+		out[k] = c
+	}
+	return out
 }
 
 func fromTextOr64(text, b64 string) ([]byte, error) {

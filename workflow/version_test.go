@@ -111,6 +111,7 @@ func TestVersionChangesWithTheDefinition(t *testing.T) {
 		"a hint":                    {strings.Replace(versionYAML, "Review it.", "Review it now.", 1), versionFiles},
 		"a resource file's content": {versionYAML, map[string]string{"guide.md": "# Guide\nRead me twice.\n", "review/SKILL.md": "# Reviewing\n"}},
 		"a skill file's content":    {versionYAML, map[string]string{"guide.md": "# Guide\nRead me.\n", "review/SKILL.md": "# Reviewing, v2\n"}},
+		"a constraint":              {strings.Replace(versionYAML, "n: int}", "n: {type: int, maximum: 10}}", 1), versionFiles},
 		"the order of transitions": {strings.Replace(strings.Replace(versionYAML,
 			"  - {from: DRAFT, action: submit, to: REVIEW, expects: {text: str, n: int}}\n", "", 1),
 			"transitions:\n", "transitions:\n  - {from: DRAFT, action: submit, to: REVIEW, expects: {text: str, n: int}}\n  - {from: DRAFT, action: skip, to: DONE}\n", 1), versionFiles},
@@ -241,5 +242,29 @@ func TestMigrateBlocksAreValidated(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
+	}
+}
+
+// A stored definition keeps its fields' constraints: a run pinned to it
+// is held to the bounds it was started with, after its file has changed.
+func TestLoadStoredKeepsConstraints(t *testing.T) {
+	src := strings.Replace(versionYAML, "expects: {text: str, n: int}}", "expects: {text: {type: str, pattern: '^[a-z]+$'}, n: {type: int, maximum: 10}}}", 1)
+	src = strings.Replace(src, "  DONE: {}\n", "  DONE:\n    tools: [{name: note, row: note-v1, expects: {level: {type: str, enum: [low, high]}}}]\n", 1)
+	d, _ := writeWorkflow(t, "wf.yaml", src, versionFiles)
+	s, err := workflow.LoadStored(d.Canonical(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version() != d.Version() {
+		t.Fatalf("LoadStored gives version %s, want %s", s.Version(), d.Version())
+	}
+	tr, _ := s.Transition("DRAFT", "submit")
+	if c := tr.Constraints["n"]; c.Maximum == nil || *c.Maximum != 10 || tr.Constraints["text"].Pattern != "^[a-z]+$" {
+		t.Fatalf("the stored transition's constraints: %+v", tr.Constraints)
+	}
+	done, _ := s.State("DONE")
+	tool, _ := done.Tool("note")
+	if c := tool.Constraints["level"]; len(c.Enum) != 2 || c.Enum[0] != "low" {
+		t.Fatalf("the stored tool's constraints: %+v", tool.Constraints)
 	}
 }

@@ -317,7 +317,11 @@ func (d *driver) step(ctx context.Context) (*stopped, error) {
 	if err != nil {
 		return nil, err
 	}
-	defs, err := client.ToolsWithCLI(d.frame.Frame, cli)
+	cons, err := d.c.Constraints(ctx, d.frame.Frame)
+	if err != nil {
+		fmt.Fprintf(d.errw, "asmp: the run's workflow version could not be read, so the tools lack the fields' bounds: %v\n", err)
+	}
+	defs, err := client.ToolsWithConstraints(d.frame.Frame, cli, cons)
 	if err != nil {
 		fmt.Fprintf(d.errw, "asmp: %v\n", err) // the list is complete; the names say which is which
 	}

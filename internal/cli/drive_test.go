@@ -165,7 +165,7 @@ var paymentOnce sync.Once
 func driveServer(t testing.TB) string {
 	t.Helper()
 	paymentOnce.Do(func() { examples.PaymentStep = 5 * time.Millisecond })
-	eng, err := engine.New(memstore.New(), examples.All(), nil)
+	eng, err := engine.New(memstore.New(), append(examples.All(), examples.NumberFacts()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,5 +513,21 @@ func TestDriveErrors(t *testing.T) {
 	code := cli.Main(context.Background(), []string{"drive", srv, "--model", "m"}, &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }})
 	if code != 1 || !strings.Contains(errb.String(), "no model endpoint") {
 		t.Errorf("no endpoint: exit %d %q", code, errb.String())
+	}
+}
+
+// The model is told a field's bounds (the workflow's constraints, read
+// from the run's version), not only its type.
+func TestDriveToolsCarryConstraints(t *testing.T) {
+	srv := driveServer(t)
+	want := fmt.Sprintf(`"a":{"maximum":%d,"minimum":1,"type":"integer"}`, examples.NumberMax)
+	m := newFakeModel(t, func(t testing.TB, r chatRequest) []string {
+		if !strings.Contains(r.tool("submit"), want) {
+			t.Errorf("submit parameters = %s\nwant them to hold %s", r.tool("submit"), want)
+		}
+		return []string{"Enough."}
+	})
+	if code, _, errOut := drive(t, srv, m, "--workflow", "number-facts-v1"); code != 1 || len(m.requests()) != 1 {
+		t.Fatalf("exit %d after %d requests\n%s", code, len(m.requests()), errOut)
 	}
 }

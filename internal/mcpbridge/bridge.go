@@ -598,8 +598,11 @@ func (s *session) syncRun(ctx context.Context, f *protocol.Frame, cli protocol.C
 
 	var defs []client.ToolDef
 	if !protocol.Terminal(f.Status) {
-		var err error
-		defs, err = client.ToolsWithCLI(*f, cli)
+		cons, err := s.c.Constraints(ctx, *f)
+		if err != nil {
+			s.log.Warn("the run's workflow version could not be read: its tools' schemas lack the fields' bounds", "run", f.RunID, "err", err)
+		}
+		defs, err = client.ToolsWithConstraints(*f, cli, cons)
 		if err != nil {
 			s.log.Warn("tool names collide; the first keeps the name", "run", f.RunID, "err", err)
 		}

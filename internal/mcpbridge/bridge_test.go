@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/testbin"
 	"github.com/asmp-dev/asmp/spec"
 )
@@ -656,4 +657,18 @@ func TestRowsGlob(t *testing.T) {
 	if tools["row_echo-v1"] == nil || tools["row_my-cli-tool-v1"] != nil {
 		t.Fatalf("with --rows echo-*: %v", slices.Sorted(maps.Keys(tools)))
 	}
+}
+
+// A workflow's bounds on a field reach the host in the tool's input
+// schema, read from the run's workflow version.
+func TestDynamicToolsCarryConstraints(t *testing.T) {
+	eachTransport(t, agentToken, func(t *testing.T, c *conn, _ string) {
+		c.step("asmp_start_run", map[string]any{"workflow_id": "number-facts-v1"})
+		schema, _ := json.Marshal(c.tools()["submit"].InputSchema)
+		want := fmt.Sprintf(`"a":{"maximum":%d,"minimum":1,"type":"integer"}`, examples.NumberMax)
+		if !strings.Contains(string(schema), want) {
+			t.Fatalf("submit's input schema: %s\nwant it to hold %s", schema, want)
+		}
+		c.refused("submit", map[string]any{"a": 0, "b": 2}, "a")
+	})
 }
