@@ -157,7 +157,11 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	case req.Execute && s.exec == nil:
 		ib.Command = cmd
 		ib.Outcome = refused("Execution is disabled on this server; it runs only with --allow-exec.")
-	case req.Execute && !p.Has(auth.ScopeExec):
+	case req.Execute && !forWorkflow && !p.Has(auth.ScopeExec):
+		// A workflow's tool or task runs with the authority of its row
+		// version (SPEC sections 9 and 16: the workflow pins it, or its
+		// dispatcher held exec), checked above; a caller who may fire the
+		// run's tools needs no exec of its own.
 		ib.Command = cmd
 		ib.Outcome = refused(fmt.Sprintf("The caller %q lacks the %s scope needed to execute.", p.Name, auth.ScopeExec))
 	case req.Execute && !mayRun:

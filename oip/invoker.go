@@ -37,10 +37,13 @@ var progressEvery = 2 * time.Second
 // otherwise the invocation is recorded refused with the reason, which a
 // task's failure transition carries.
 //
-// Tools: the tool's input is the row's input, the caller's name and
-// scopes are the invocation's principal (a caller without the exec scope
-// gets a refused outcome), and the key is
-// run:RUN_ID:tool:TOOL:ULID, fresh per call. The answer is a ToolResult.
+// Tools: the tool's input is the row's input, the caller is the
+// invocation's principal (its name is the records' source), the authority
+// to execute is the row version's, as for tasks (SPEC section 9: for a
+// workflow's tool the principal that counts is whoever dispatched the row
+// version, not the caller; a caller needs only the right to call the
+// run's tools), and the key is run:RUN_ID:tool:TOOL:ULID, fresh per call.
+// The answer is a ToolResult.
 //
 // Tasks: the input is the run's data restricted to the row's arg and flag
 // names, the principal is TaskActor with every scope (the authority is
