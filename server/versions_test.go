@@ -133,19 +133,7 @@ func TestVisualizeShowsThePinnedVersion(t *testing.T) {
 		return []byte("workflow_id: viz-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, " + b + ": {}, DONE: {}}\n" +
 			"transitions: [{from: INITIAL, action: start, to: " + b + "}, {from: " + b + ", action: finish, to: DONE}]\n")
 	}
-	v1, err := workflow.Load("v1.yaml", src("BEFORE"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2, err := workflow.Load("v2.yaml", src("AFTER"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := memstore.New()
-	e1, err := engine.New(st, []*workflow.Definition{v1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v1, v2, st, e1 := twoVersions(t, src("BEFORE"), src("AFTER"))
 	r, err := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -261,19 +249,7 @@ func TestListRunsStatusOfThePinnedVersion(t *testing.T) {
 		return []byte("workflow_id: park-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, PARKED: {}, DONE: {}}\n" +
 			"transitions: [{from: INITIAL, action: park, to: PARKED}" + more + "]\n")
 	}
-	v1, err := workflow.Load("v1.yaml", src(""), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2, err := workflow.Load("v2.yaml", src(", {from: PARKED, action: resume, to: DONE}"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := memstore.New()
-	e1, err := engine.New(st, []*workflow.Definition{v1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, v2, st, e1 := twoVersions(t, src(""), src(", {from: PARKED, action: resume, to: DONE}"))
 	var old []string
 	for range 20 { // more than one page's rounds of store reads at limit=1
 		r, err := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
@@ -335,4 +311,24 @@ func TestListRunsStatusOfThePinnedVersion(t *testing.T) {
 	if len(active) != 1 || active[newer] != "active" {
 		t.Errorf("status=active: %v, want only the v2 run %s", active, newer)
 	}
+}
+
+// twoVersions loads two versions of a workflow and returns them with a
+// store holding its definitions and an engine that serves the first: runs
+// it starts are pinned to v1, and a server started on st with v2 serves
+// them beside new runs of v2.
+func twoVersions(t *testing.T, src1, src2 []byte) (v1, v2 *workflow.Definition, st *memstore.Store, old *engine.Engine) {
+	t.Helper()
+	v1, err := workflow.Load("v1.yaml", src1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2, err = workflow.Load("v2.yaml", src2, nil); err != nil {
+		t.Fatal(err)
+	}
+	st = memstore.New()
+	if old, err = engine.New(st, []*workflow.Definition{v1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return v1, v2, st, old
 }

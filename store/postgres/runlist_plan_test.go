@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/storetest"
 )
 
 // Every filter of a run list walks an index in the list's order and stops
@@ -46,28 +46,11 @@ func TestListRunsUsesIndexes(t *testing.T) {
 		}
 	})
 
-	processing, derived := "processing", ""
-	cursor := store.RunCursor{UpdatedAt: time.Unix(100, 0), ID: "x"}
-	cases := []struct {
-		name  string
-		f     store.RunFilter
-		index string
-	}{
-		{"unfiltered", store.RunFilter{Limit: 50}, "runs_updated"},
-		{"updated after", store.RunFilter{UpdatedAfter: time.Unix(5, 0), Limit: 50}, "runs_updated"},
-		{"next page", store.RunFilter{Before: cursor, Limit: 50}, "runs_updated"},
-		{"workflow", store.RunFilter{WorkflowID: "wf", Limit: 50}, "runs_list_workflow"},
-		{"workflow, next page", store.RunFilter{WorkflowID: "wf", Before: cursor, Limit: 50}, "runs_list_workflow"},
-		{"state", store.RunFilter{State: "S", Limit: 50}, "runs_list_state"},
-		{"status override", store.RunFilter{Override: &processing, Limit: 50}, "runs_list_status"},
-		{"workflow and state", store.RunFilter{WorkflowID: "wf", State: "S", Limit: 50}, "runs_list_workflow_state"},
-		{"derived status of one state", store.RunFilter{WorkflowID: "wf", State: "S", Override: &derived, Limit: 50}, "runs_list_workflow_state"},
-	}
-	for _, tc := range cases {
-		q, args := listRunsQuery(tc.f)
+	for _, tc := range storetest.ListIndexCases() {
+		q, args := listRunsQuery(tc.Filter)
 		plan := explain(t, s, q, args...)
-		if !strings.Contains(plan, "Index Scan Backward using "+tc.index+" ") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
-			t.Errorf("%s: plan\n%s\nwant a backward walk of %s, no sort", tc.name, plan, tc.index)
+		if !strings.Contains(plan, "Index Scan Backward using "+tc.Index+" ") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: plan\n%s\nwant a backward walk of %s, no sort", tc.Name, plan, tc.Index)
 		}
 	}
 }
