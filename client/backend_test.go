@@ -64,6 +64,14 @@ func newEngine(t testing.TB) *engine.Engine {
 func httpFixture(t testing.TB, opts *server.Options) *fixture {
 	t.Helper()
 	eng := newEngine(t)
+	c, url := serveEngine(t, eng, opts)
+	return &fixture{name: "http", b: c, eng: eng, url: url}
+}
+
+// serveEngine serves eng over a real HTTP server until the test ends and
+// returns a client of it and its URL.
+func serveEngine(t testing.TB, eng *engine.Engine, opts *server.Options) (*client.Client, string) {
+	t.Helper()
 	srv := server.New(eng, opts)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Shutdown(); ts.Close() })
@@ -71,7 +79,7 @@ func httpFixture(t testing.TB, opts *server.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{name: "http", b: c, eng: eng, url: ts.URL}
+	return c, ts.URL
 }
 
 func embeddedFixture(t testing.TB) *fixture {

@@ -2,14 +2,12 @@ package client_test
 
 import (
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/protocol"
-	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"
 )
@@ -46,13 +44,7 @@ func TestToolsCarryTheVersionsConstraints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(eng, nil)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Shutdown(); ts.Close() })
-	c, err := client.New(ts.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := serveEngine(t, eng, nil)
 	ctx := ctx(t)
 
 	params := func(f protocol.Frame) map[string]string {
