@@ -51,8 +51,11 @@ type chunk struct {
 type arena struct {
 	chunks []chunk
 	fill   int32 // the chunk allocations go to; -1 before the first
-	free   []int32
-	queue  []int32 // chunks waiting for compaction, oldest first
+	// fillSize is the capacity of the last chunk filled: a store starts
+	// with small chunks, doubling up to chunkSize.
+	fillSize int
+	free     []int32
+	queue    []int32 // chunks waiting for compaction, oldest first
 	// compacting is the chunk being compacted (-1: none), walked up to pos.
 	compacting int32
 	pos        int
@@ -96,7 +99,8 @@ func (a *arena) alloc(slot int32, kind byte, cp int) span {
 			a.fill = -1
 			a.retire(old)
 		}
-		a.fill = a.newChunk(chunkSize)
+		a.fillSize = min(chunkSize, max(64<<10, 2*a.fillSize, need))
+		a.fill = a.newChunk(a.fillSize)
 		ci = a.fill
 	default:
 		ci = a.fill

@@ -113,7 +113,7 @@ func BenchmarkGrowthCommit(b *testing.B) {
 			ctx := context.Background()
 			hot := make([]store.Run, 8)
 			for i := range hot {
-				hot[i] = growthCreate(b, s, fmt.Sprintf("hot-%d", i), "loop-v1", growthT0.Add(time.Hour))
+				hot[i] = growthCreate(b, s, fmt.Sprintf("hot-%d", i), "loop-v1", growthT0.Add(time.Hour+time.Duration(i)))
 			}
 			runtime.GC()
 			before := readGrowth()

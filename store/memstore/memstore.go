@@ -152,7 +152,7 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	s := &Store{
-		recs:   newSlab[runRec](10),
+		recs:   newSlab[runRec](9),
 		byHash: map[uint64]int32{},
 		seed:   maphash.MakeSeed(),
 		ar:     newArena(),

@@ -58,7 +58,7 @@ type probe struct {
 }
 
 func newRunIndex(id func(int32) []byte) runIndex {
-	t := runIndex{leaves: newSlab[leaf](8), inners: newSlab[inner](8), id: id}
+	t := runIndex{leaves: newSlab[leaf](6), inners: newSlab[inner](5), id: id}
 	t.root = t.newLeaf()
 	return t
 }
