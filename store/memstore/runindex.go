@@ -172,7 +172,10 @@ func (t *runIndex) insertAt(node int32, h int, p *probe) int32 {
 		}
 		ri := t.newLeaf()
 		r := t.leaves.at(ri)
-		const half = leafMax / 2
+		// Split in the middle, or where the key goes when that is past
+		// it: keys mostly arrive in time order, at the end of their
+		// group, so the left part stays full.
+		half := int32(max(leafMax/2, i))
 		copy(r.keys[:], l.keys[half:])
 		r.n, l.n = leafMax-half, half
 		r.prev, r.next = node, l.next
@@ -180,8 +183,8 @@ func (t *runIndex) insertAt(node int32, h int, p *probe) int32 {
 			t.leaves.at(l.next).prev = ri
 		}
 		l.next = ri
-		if i > half {
-			l, i = r, i-half
+		if i > int(half) || i == int(half) && half > leafMax/2 {
+			l, i = r, i-int(half)
 		}
 		copy(l.keys[i+1:l.n+1], l.keys[i:l.n])
 		l.keys[i] = p.ikey
@@ -201,11 +204,11 @@ func (t *runIndex) insertAt(node int32, h int, p *probe) int32 {
 	if n.n == innerMax {
 		out = t.newInner()
 		r := t.inners.at(out)
-		const half = innerMax / 2
+		half := max(innerMax/2, j) // as for leaves
 		copy(r.kids[:], n.kids[half:])
 		copy(r.mins[:], n.mins[half:])
-		r.n, n.n = innerMax-half, half
-		if j > half {
+		r.n, n.n = int32(innerMax-half), int32(half)
+		if j > half || j == half && half > innerMax/2 {
 			n, j = r, j-half
 		}
 	}
