@@ -270,10 +270,20 @@ func (t *runIndex) rebalance(n *inner, j int, h int) {
 		a = j - 1
 	}
 	b := a + 1
-	if b >= int(n.n) { // n's only kid: only the root has one, and delete collapses it
+	if b >= int(n.n) {
+		// n's only kid (a node split where its keys were appended): drop
+		// it once empty, so that no node keeps a stale least key; n's
+		// parent then merges n away (the root never has one kid).
 		if t.count(n.kids[a], h) > 0 {
 			n.mins[a] = t.minOf(n.kids[a], h)
+			return
 		}
+		if h == 0 {
+			t.unlink(n.kids[a])
+		} else {
+			t.inners.release(n.kids[a])
+		}
+		n.n = 0
 		return
 	}
 	ka, kb := n.kids[a], n.kids[b]
@@ -282,11 +292,7 @@ func (t *runIndex) rebalance(n *inner, j int, h int) {
 		if la.n+lb.n <= leafMax {
 			copy(la.keys[la.n:], lb.keys[:lb.n])
 			la.n += lb.n
-			la.next = lb.next
-			if lb.next >= 0 {
-				t.leaves.at(lb.next).prev = ka
-			}
-			t.leaves.release(kb)
+			t.unlink(kb)
 			t.removeKid(n, b)
 		} else {
 			var all [2 * leafMax]ikey
@@ -325,6 +331,18 @@ func (t *runIndex) rebalance(n *inner, j int, h int) {
 	if b < int(n.n) && n.kids[b] == kb {
 		n.mins[b] = t.minOf(kb, h)
 	}
+}
+
+// unlink takes leaf i out of the chain of leaves and frees it.
+func (t *runIndex) unlink(i int32) {
+	l := t.leaves.at(i)
+	if l.prev >= 0 {
+		t.leaves.at(l.prev).next = l.next
+	}
+	if l.next >= 0 {
+		t.leaves.at(l.next).prev = l.prev
+	}
+	t.leaves.release(i)
 }
 
 func (t *runIndex) removeKid(n *inner, b int) {

@@ -283,3 +283,122 @@ func TestArenaCompacts(t *testing.T) {
 		}
 	}
 }
+
+// checkTree verifies the index's invariants: every inner node's least
+// keys are its kids' least keys, no node but the root is empty, the leaves
+// chain in order and hold exactly want, ascending.
+func checkTree(t *testing.T, x *runIndex, want []ikey) {
+	t.Helper()
+	var walk func(node int32, h int, root bool)
+	var leaves []int32
+	walk = func(node int32, h int, root bool) {
+		if h == 0 {
+			if !root && x.leaves.at(node).n == 0 {
+				t.Fatalf("empty leaf %d", node)
+			}
+			leaves = append(leaves, node)
+			return
+		}
+		n := x.inners.at(node)
+		if n.n == 0 || root && n.n < 2 {
+			t.Fatalf("inner node %d with %d kids (root %v)", node, n.n, root)
+		}
+		for j := range n.n {
+			walk(n.kids[j], h-1, false)
+			if got := x.minOf(n.kids[j], h-1); got != n.mins[j] {
+				t.Fatalf("inner node %d: least key of kid %d is %+v, recorded %+v", node, j, got, n.mins[j])
+			}
+		}
+	}
+	walk(x.root, x.height, true)
+	var got []ikey
+	for i, l := range leaves {
+		lf := x.leaves.at(l)
+		if i > 0 && lf.prev != leaves[i-1] || i+1 < len(leaves) && lf.next != leaves[i+1] {
+			t.Fatalf("leaf %d chained to %d and %d", l, lf.prev, lf.next)
+		}
+		got = append(got, lf.keys[:lf.n]...)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("index holds %d keys, want %d (or out of order)", len(got), len(want))
+	}
+	var back []ikey
+	for at := x.prev(pos{leaf: -1}); x.valid(at); at = x.prev(at) {
+		back = append(back, x.key(at))
+	}
+	slices.Reverse(back)
+	if !slices.Equal(back, want) {
+		t.Fatalf("walking backwards: %d keys, want %d", len(back), len(want))
+	}
+}
+
+// The index keeps its invariants through keys appended in time order (the
+// usual case, which splits nodes where the keys go) and removed from
+// either end or at random, and through random keys.
+func TestRunIndexInvariants(t *testing.T) {
+	ids := func(slot int32) []byte { return fmt.Appendf(nil, "id-%06d", slot) }
+	for _, order := range []string{"newest first", "oldest first", "random", "random keys"} {
+		t.Run(order, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 7))
+			x := newRunIndex(ids)
+			var keys []ikey
+			for i := range int32(30000) {
+				k := ikey{group: uint64(i%3) << 56, sec: int64(i), slot: i}
+				if order == "random keys" {
+					k.sec = rng.Int64N(500)
+				}
+				x.insert(k)
+				keys = append(keys, k)
+			}
+			sorted := func() []ikey {
+				s := slices.Clone(keys)
+				slices.SortFunc(s, func(a, b ikey) int {
+					p := probe{ikey: b}
+					return x.cmp(a, &p)
+				})
+				return s
+			}
+			checkTree(t, &x, sorted())
+			if x.height < 2 {
+				t.Fatalf("height %d", x.height)
+			}
+			switch order {
+			case "newest first":
+				slices.Reverse(keys)
+			case "random", "random keys":
+				rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			}
+			for len(keys) > 0 {
+				n := min(len(keys), 997)
+				for _, k := range keys[:n] {
+					if !x.delete(k) {
+						t.Fatalf("key %+v not found", k)
+					}
+				}
+				keys = keys[n:]
+				checkTree(t, &x, sorted())
+			}
+			if x.height != 0 {
+				t.Fatalf("empty index of height %d", x.height)
+			}
+		})
+	}
+}
+
+// A key appended to a full index splits a leaf and its full parent at the
+// end, leaving a node with one kid of one key; removing that key must not
+// leave an empty node (whose least key would be stale) in the tree.
+func TestRunIndexSplitAtEndThenEmptied(t *testing.T) {
+	x := newRunIndex(func(slot int32) []byte { return fmt.Appendf(nil, "id-%06d", slot) })
+	var keys []ikey
+	for i := range int32(leafMax*innerMax + 1) {
+		k := ikey{sec: int64(i), slot: i}
+		x.insert(k)
+		keys = append(keys, k)
+	}
+	if x.height != 2 {
+		t.Fatalf("height %d, want 2 (the test no longer reaches the case)", x.height)
+	}
+	x.delete(keys[len(keys)-1])
+	checkTree(t, &x, keys[:len(keys)-1])
+}
