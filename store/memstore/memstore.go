@@ -264,9 +264,9 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if err := s.appendEvent(slot, newEvent(c.Event, store.WholeDue(&c.Event, e.patchBytes))); err != nil {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, err)
 	}
-	s.index(slot, false)
+	old := s.keys(slot)
 	s.setCurrent(slot, &c.Run)
-	s.index(slot, true)
+	s.reindex(slot, old)
 	s.count(e.wf, was, e.status)
 	s.applyTasks(c)
 	s.compact(len(c.Run.Data) + len(c.Event.Data) + len(c.Event.Patch))

@@ -77,17 +77,15 @@ func (t *runIndex) newInner() int32 {
 
 // cmp orders entry e against p.
 func (t *runIndex) cmp(e ikey, p *probe) int {
-	if c := cmp.Compare(e.group, p.group); c != 0 || p.groupOnly {
-		if c == 0 {
-			return 1 // every entry of the group is at or after its start
-		}
-		return c
-	}
-	if c := cmp.Compare(e.sec, p.sec); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(e.nsec, p.nsec); c != 0 {
-		return c
+	switch {
+	case e.group < p.group:
+		return -1
+	case e.group > p.group || p.groupOnly:
+		return 1 // every entry of the group is at or after its start
+	case e.sec != p.sec:
+		return cmp.Compare(e.sec, p.sec)
+	case e.nsec != p.nsec:
+		return cmp.Compare(e.nsec, p.nsec)
 	}
 	if p.slot >= 0 {
 		if e.slot == p.slot {
@@ -260,6 +258,27 @@ func (t *runIndex) deleteAt(node int32, h int, p *probe) bool {
 		n.mins[j] = t.minOf(n.kids[j], h-1)
 	}
 	return true
+}
+
+// move changes the entry old (in the index) into new, of the same group
+// and slot, in place when no other entry lies between them (a run's
+// change moves it to the end of its groups: usually in its leaf), and
+// else by a removal and an insertion.
+func (t *runIndex) move(old, new ikey) {
+	p := probe{ikey: old}
+	at := t.seek(&p)
+	if t.valid(at) && at.i > 0 { // the leaf's least key stays
+		l := t.leaves.at(at.leaf)
+		q := probe{ikey: new}
+		if l.keys[at.i].slot == old.slot && t.cmp(l.keys[at.i], &p) == 0 && t.cmp(l.keys[at.i-1], &q) < 0 {
+			if nx := t.next(at); !t.valid(nx) || t.cmp(t.key(nx), &q) > 0 {
+				l.keys[at.i] = new
+				return
+			}
+		}
+	}
+	t.delete(old)
+	t.insert(new)
 }
 
 // rebalance merges kid j of n (at height h, too small) with a neighbour,

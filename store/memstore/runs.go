@@ -147,18 +147,48 @@ func (s *Store) compact(n int) {
 	s.ar.compact(max(compactBudget, 2*n), s.liveSpan)
 }
 
+// keys returns the index entries of the run in slot.
+func (s *Store) keys(slot int32) [5]ikey {
+	e := s.rec(slot)
+	var ks [5]ikey
+	for i, g := range groups(e.wf, e.state, e.status) {
+		ks[i] = ikey{group: g, sec: e.upSec, nsec: e.upNsec, slot: slot}
+	}
+	return ks
+}
+
 // index adds (add) or removes the entries of the run in slot.
 func (s *Store) index(slot int32, add bool) {
-	e := s.rec(slot)
-	for _, g := range groups(e.wf, e.state, e.status) {
-		k := ikey{group: g, sec: e.upSec, nsec: e.upNsec, slot: slot}
+	for _, k := range s.keys(slot) {
 		if add {
 			s.idx.insert(k)
-			s.groupN[g]++
+			s.groupN[k.group]++
 		} else if s.idx.delete(k) {
-			if s.groupN[g]--; s.groupN[g] <= 0 {
-				delete(s.groupN, g)
+			s.uncount(k.group)
+		}
+	}
+}
+
+func (s *Store) uncount(g uint64) {
+	if s.groupN[g]--; s.groupN[g] <= 0 {
+		delete(s.groupN, g)
+	}
+}
+
+// reindex moves the entries of the run in slot from old to what its
+// record says now.
+func (s *Store) reindex(slot int32, old [5]ikey) {
+	for i, k := range s.keys(slot) {
+		switch o := old[i]; {
+		case o == k:
+		case o.group == k.group:
+			s.idx.move(o, k)
+		default:
+			if s.idx.delete(o) {
+				s.uncount(o.group)
 			}
+			s.idx.insert(k)
+			s.groupN[k.group]++
 		}
 	}
 }
