@@ -203,10 +203,10 @@ func randomOps(t *testing.T, s *Store, seed uint64, ops int) {
 // between groups, and deletions: enough of them to split and merge the
 // index's nodes at several heights.
 func TestRunIndexRandomized(t *testing.T) {
-	for seed := range uint64(3) {
+	for seed := range uint64(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			s := New()
-			randomOps(t, s, seed, 6000)
+			randomOps(t, s, seed, 5000)
 			if s.idx.height < 2 {
 				t.Fatalf("index of height %d: the test did not reach inner splits", s.idx.height)
 			}
@@ -342,7 +342,7 @@ func TestRunIndexInvariants(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
 			x := newRunIndex(ids)
 			var keys []ikey
-			for i := range int32(30000) {
+			for i := range int32(16000) {
 				k := ikey{group: uint64(i%3) << 56, sec: int64(i), slot: i}
 				if order == "random keys" {
 					k.sec = rng.Int64N(500)
