@@ -402,3 +402,40 @@ func TestRunIndexSplitAtEndThenEmptied(t *testing.T) {
 	x.delete(keys[len(keys)-1])
 	checkTree(t, &x, keys[:len(keys)-1])
 }
+
+// A list walks the smallest index group that holds its matches, so a
+// filter matching few runs never walks the others.
+func TestListWalksSmallestGroup(t *testing.T) {
+	s := New()
+	mk := func(id, wf, state, status string) {
+		snap := store.Snapshot{State: state, Status: status, Data: json.RawMessage(`{}`)}
+		c := store.Commit{Run: store.Run{ID: id, WorkflowID: wf, Snapshot: snap, Version: 1}, Event: store.Event{RunID: id, Seq: 1, Snapshot: snap}}
+		if err := s.CreateRun(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 200 {
+		mk(fmt.Sprint("a", i), "wf-a", "S", "")
+	}
+	for i := range 3 {
+		mk(fmt.Sprint("b", i), "wf-b", "S", "failed")
+	}
+	mk("c", "wf-a", "T", "")
+	mk("d", "wf-b", "T", "")
+	id := func(n string) int32 { i, _ := s.names.find(n); return i }
+	cases := []struct {
+		want  [3]int32
+		group uint64
+	}{
+		{[3]int32{-1, -1, -1}, groupAll},
+		{[3]int32{id("wf-b"), -1, -1}, groupOf(groupWorkflow, id("wf-b"), 0)},
+		{[3]int32{-1, id("S"), id("failed")}, groupOf(groupStatus, id("failed"), 0)},
+		{[3]int32{id("wf-a"), id("T"), id("")}, groupOf(groupWorkflowState, id("wf-a"), id("T"))},
+		{[3]int32{-1, id("T"), -1}, groupOf(groupState, id("T"), 0)},
+	}
+	for _, c := range cases {
+		if got := s.listGroup(c.want); got != c.group {
+			t.Errorf("listGroup(%v) = %x, want %x", c.want, got, c.group)
+		}
+	}
+}
