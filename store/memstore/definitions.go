@@ -75,20 +75,19 @@ func (s *Store) Definitions(ctx context.Context, workflowID string) ([]store.Def
 
 // PinCounts implements store.DefinitionStore.
 func (s *Store) PinCounts(ctx context.Context, workflowID string) ([]store.PinCount, error) {
-	type key struct{ v, st, status string }
+	type key struct{ v, st, status int32 }
 	counts := map[key]int64{}
 	s.mu.RLock()
-	for id, e := range s.runs {
-		if e.wf != workflowID {
-			continue
+	defer s.mu.RUnlock()
+	wf, ok := s.names.find(workflowID)
+	for slot := range s.recs.n {
+		if e := s.rec(slot); ok && e.live && e.wf == wf {
+			counts[key{e.ver, e.state, e.status}]++
 		}
-		r := e.current(id, s.names)
-		counts[key{r.WorkflowVersion, r.State, r.Status}]++
 	}
-	s.mu.RUnlock()
 	out := make([]store.PinCount, 0, len(counts))
 	for k, n := range counts {
-		out = append(out, store.PinCount{Version: k.v, State: k.st, Status: k.status, Runs: n})
+		out = append(out, store.PinCount{Version: s.names.strs[k.v], State: s.names.strs[k.st], Status: s.names.strs[k.status], Runs: n})
 	}
 	return out, nil
 }
@@ -97,9 +96,11 @@ func (s *Store) PinCounts(ctx context.Context, workflowID string) ([]store.PinCo
 func (s *Store) PinnedRuns(ctx context.Context, workflowID, version, after string, limit int) ([]store.Run, error) {
 	s.mu.RLock()
 	out := []store.Run{}
-	for id, e := range s.runs {
-		if e.wf == workflowID && e.ver == version && id > after {
-			out = append(out, e.current(id, s.names))
+	wf, okWf := s.names.find(workflowID)
+	ver, okVer := s.names.find(version)
+	for slot := range s.recs.n {
+		if e := s.rec(slot); okWf && okVer && e.live && e.wf == wf && e.ver == ver && string(s.idOf(slot)) > after {
+			out = append(out, s.currentAt(slot))
 		}
 	}
 	s.mu.RUnlock()
@@ -121,14 +122,13 @@ func (s *Store) PinLegacyRuns(ctx context.Context, workflowID, version string) (
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
-	for id, e := range s.runs {
-		if e.wf != workflowID || e.ver != "" {
-			continue
+	wf, ok := s.names.find(workflowID)
+	ver := s.names.id(version)
+	for slot := range s.recs.n {
+		if e := s.rec(slot); ok && e.live && e.wf == wf && e.ver == 0 {
+			e.ver = ver
+			n++
 		}
-		r := e.current(id, s.names)
-		r.WorkflowVersion = version
-		e.set(r, s)
-		n++
 	}
 	d.LegacyRuns += n
 	return n, nil

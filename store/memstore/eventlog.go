@@ -3,102 +3,10 @@ package memstore
 import (
 	"encoding/binary"
 	"errors"
-	"math"
-	"slices"
 	"time"
 )
 
-// eventLog is a run's events, encoded back to back in one byte slice, each
-// in its stored form (see store.Event: whole, or a delta). A long-lived
-// server's heap is mostly runs, and byte slices hold no pointers: the
-// garbage collector never scans them, so its cost does not grow with the
-// number of stored events or runs, and an encoded event is smaller than
-// its decoded form.
-type eventLog struct {
-	old  []byte   // events 1 … n, encoded (appendEvent)
-	offs []uint32 // where each of them starts in old
-	n    int      // events in the log
-	// wholes are the indexes of the events kept whole (see store.Event),
-	// in order; patchBytes counts the patch bytes kept since the last.
-	wholes     []uint32
-	patchBytes int64
-	// dataOff and dataLen locate in old the data of the latest event when
-	// it is whole (dataLen < 0: it is a delta).
-	dataOff uint32
-	dataLen int32
-}
-
-// maxLog bounds one run's encoded events (offsets are 32-bit).
-const maxLog = math.MaxUint32
-
 var errLogFull = errors.New("the run's event log exceeds 4 GiB in memory")
-
-func (l *eventLog) len() int { return l.n }
-
-// append adds ev as the latest event.
-func (l *eventLog) append(ev event) error {
-	if len(l.old) >= maxLog {
-		return errLogFull
-	}
-	if l.n == 0 {
-		ev.whole = true
-	}
-	if ev.whole {
-		l.wholes = append(l.wholes, uint32(l.n))
-		l.patchBytes = 0
-	} else {
-		l.patchBytes += int64(len(ev.patch))
-	}
-	l.offs = append(l.offs, uint32(len(l.old)))
-	start := len(l.old)
-	l.old = appendEvent(l.old, &ev)
-	l.n++
-	l.dataLen = -1
-	if ev.whole && ev.snap.Data != nil && len(ev.snap.Data) <= math.MaxInt32 {
-		// The data sits just before the milestones and the offered
-		// actions, at the end.
-		tail := len(appendStrings(appendStrings(nil, ev.snap.Milestones), ev.offered))
-		l.dataOff = uint32(len(l.old) - tail - len(ev.snap.Data))
-		l.dataLen = int32(len(ev.snap.Data))
-		if string(l.old[l.dataOff:int(l.dataOff)+len(ev.snap.Data)]) != string(ev.snap.Data) || int(l.dataOff) < start {
-			l.dataLen = -1 // not where expected: never share it
-		}
-	}
-	return nil
-}
-
-// at returns event i (0-based).
-func (l *eventLog) at(i int) (event, error) {
-	end := len(l.old)
-	if i+1 < len(l.offs) {
-		end = int(l.offs[i+1])
-	}
-	ev, rest, err := decodeEvent(l.old[l.offs[i]:end])
-	if err == nil && len(rest) != 0 {
-		err = errCorrupt
-	}
-	return ev, err
-}
-
-// lastData returns the data of the latest event when it is whole, shared
-// with the log (encoded bytes never change once appended), or ok false.
-func (l *eventLog) lastData() (data []byte, ok bool) {
-	if l.n == 0 || l.dataLen < 0 {
-		return nil, false
-	}
-	end := int(l.dataOff) + int(l.dataLen)
-	return l.old[l.dataOff:end:end], true
-}
-
-// wholeBefore returns the index of the last whole event at or before
-// index i.
-func (l *eventLog) wholeBefore(i int) int {
-	k, found := slices.BinarySearch(l.wholes, uint32(i))
-	if found {
-		return i
-	}
-	return int(l.wholes[k-1]) // wholes[0] is 0 <= i
-}
 
 var errCorrupt = errors.New("memstore: corrupt encoded event")
 

@@ -23,18 +23,21 @@ func sampleEvents() []store.Event {
 // Every event comes back from the log exactly as it went in: times with
 // their location, nil and empty data and milestones told apart.
 func TestEventLogRoundTrip(t *testing.T) {
-	var l eventLog
+	s := New()
 	in := sampleEvents()
-	for _, ev := range in {
-		if err := l.append(newEvent(ev, true)); err != nil {
+	s.newRun(&store.Commit{Run: store.Run{ID: "r", Version: 1}, Event: in[0]})
+	slot, _ := s.lookup("r")
+	for _, ev := range in[1:] {
+		if err := s.appendEvent(slot, newEvent(ev, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if l.len() != len(in) {
-		t.Fatalf("len %d, want %d", l.len(), len(in))
+	e := s.rec(slot)
+	if int(e.n) != len(in) {
+		t.Fatalf("len %d, want %d", e.n, len(in))
 	}
 	for i, want := range in {
-		ev, err := l.at(i)
+		ev, err := s.eventAt(e, i)
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}

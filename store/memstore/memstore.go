@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
@@ -16,73 +17,57 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-// Store keeps everything in maps behind one lock per concern. The zero value
-// is not usable; call New.
+// Store keeps everything in memory behind one lock per concern. Runs are
+// kept in structures the garbage collector does not trace per run (see
+// runRec and arena); the rest in maps. The zero value is not usable; call
+// New.
 type Store struct {
-	mu     sync.RWMutex
-	runs   map[string]*runEntry
-	tasks  map[string]*store.Task
-	queue  []string // task ids in creation order (pending or running)
-	ledger []store.LedgerRecord
-	byInv  map[string]int64   // inv_ID -> seq
-	byKey  map[string][]int64 // key -> seqs, oldest first
-	replay map[string][]string
-	lmu    sync.Mutex         // serialises ledger appends
-	counts map[countKey]int64 // runs by workflow and stored status, kept by every change
-	names  map[string]string  // workflow ids, states and statuses: one string each for all runs
-	defs   definitions
-	scopes sync.Map                 // inv_ID -> the dispatcher's scopes ([]string)
-	cks    []store.LedgerCheckpoint // by tree size, ascending
-	vsize  int64                    // LedgerVerified
+	mu       sync.RWMutex
+	recs     slab[runRec]
+	byHash   map[uint64]int32 // hash of a run id -> slot
+	overflow map[string]int32 // run id -> slot, for ids whose hash was taken
+	seed     maphash.Seed
+	hashFn   func(string) uint64 // replaces the hash in tests
+	ar       arena
+	idx      runIndex
+	groupN   map[uint64]int32 // entries per index group
+	scratch  []byte           // an encoding buffer, under mu
+	tasks    map[string]*store.Task
+	queue    []string // task ids in creation order (pending or running)
+	ledger   []store.LedgerRecord
+	byInv    map[string]int64   // inv_ID -> seq
+	byKey    map[string][]int64 // key -> seqs, oldest first
+	replay   map[string][]string
+	lmu      sync.Mutex         // serialises ledger appends
+	counts   map[countKey]int64 // runs by workflow and stored status, kept by every change
+	names    names              // workflow ids, versions, states and statuses of runs
+	defs     definitions
+	scopes   sync.Map                 // inv_ID -> the dispatcher's scopes ([]string)
+	cks      []store.LedgerCheckpoint // by tree size, ascending
+	vsize    int64                    // LedgerVerified
 }
 
-// intern returns the one copy of name (a workflow id, a state, a status),
-// under mu held for writing. There are few of them, whatever the number
-// of runs.
-func (s *Store) intern(name string) string {
-	if n, ok := s.names[name]; ok {
-		return n
-	}
-	if len(s.names) < 1<<16 {
-		s.names[name] = name
-	}
-	return name
-}
+type countKey struct{ workflow, status int32 }
 
-type countKey struct{ workflow, status string }
-
-// count moves one run of workflow wf from status from to status to ("-"
+// count moves one run of workflow wf from status from to status to (-1
 // for none), under mu.
-func (s *Store) count(wf, from, to string) {
+func (s *Store) count(wf, from, to int32) {
 	if from == to {
 		return
 	}
-	if from != "-" {
+	if from >= 0 {
 		if s.counts[countKey{wf, from}]--; s.counts[countKey{wf, from}] == 0 {
 			delete(s.counts, countKey{wf, from})
 		}
 	}
-	if to != "-" {
+	if to >= 0 {
 		s.counts[countKey{wf, to}]++
 	}
 }
 
-// runEntry is one run: its event log and its current value, both encoded
-// in byte slices (no pointers for the garbage collector to follow but the
-// slices'), so that the collector's work does not grow with the fields of
-// the runs stored. The run's id is its key in Store.runs.
-type runEntry struct {
-	wf      string // shared by every run of the workflow (Store.names)
-	ver     string // the run's WorkflowVersion (shared, like wf)
-	status  string // the stored status (one of a few, shared)
-	version int64
-	cur     []byte // the current value (appendRun)
-	log     eventLog
-}
-
-// appendRun encodes r's current value without what the entry knows (id,
-// workflow): its status first (read alone by status), then state, error,
-// version, times, milestones and data — the data as a flag 2 ("the latest
+// appendRun encodes r's current value without what the record knows
+// (workflow, version): its status first, then state, error, version,
+// times, milestones and data — the data as a flag 2 ("the latest
 // event's, which is whole") when shared is set.
 func appendRun(b []byte, r *store.Run, shared bool) []byte {
 	for _, s := range [...]string{r.Status, r.State, r.Error} {
@@ -102,51 +87,6 @@ func appendRun(b []byte, r *store.Run, shared bool) []byte {
 	}
 	b = append(b, 1)
 	return appendBytes(b, r.Data)
-}
-
-// current returns the value of run id; names interns its state names.
-func (e *runEntry) current(id string, names map[string]string) store.Run {
-	r := store.Run{ID: id, WorkflowID: e.wf, Version: e.version, WorkflowVersion: e.ver}
-	d := decoder{b: e.cur}
-	r.Status = e.status
-	d.bytes()
-	state := d.bytes()
-	if n, ok := names[string(state)]; ok {
-		r.State = n
-	} else {
-		r.State = string(state)
-	}
-	r.Error = d.string()
-	d.varint()
-	for _, t := range [...]*time.Time{&r.CreatedAt, &r.UpdatedAt} {
-		unix, full := d.time()
-		*t = (&event{unix: unix, full: full}).time()
-	}
-	r.Milestones = d.strings()
-	switch d.byte() {
-	case 1:
-		r.Data = d.bytes()
-	case 2:
-		r.Data, _ = e.log.lastData()
-	}
-	return r
-}
-
-// set makes r the run's current value.
-func (e *runEntry) set(r store.Run, s *Store) {
-	shared := false
-	if data, ok := e.log.lastData(); ok && r.Data != nil && string(data) == string(r.Data) {
-		shared = true // the latest event holds the same data: keep it once
-	}
-	n := 64 + len(r.State) + len(r.Status) + len(r.Error)
-	if !shared {
-		n += len(r.Data)
-	}
-	e.cur = appendRun(make([]byte, 0, n), &r, shared)
-	e.version = r.Version
-	e.ver = s.intern(r.WorkflowVersion)
-	e.status = s.intern(r.Status)
-	s.intern(r.State)
 }
 
 // event is a store.Event without what its run's entry already knows: the
@@ -211,15 +151,21 @@ var _ store.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{
-		runs:   map[string]*runEntry{},
+	s := &Store{
+		recs:   newSlab[runRec](9),
+		byHash: map[uint64]int32{},
+		seed:   maphash.MakeSeed(),
+		ar:     newArena(),
+		groupN: map[uint64]int32{},
 		tasks:  map[string]*store.Task{},
 		byInv:  map[string]int64{},
 		byKey:  map[string][]int64{},
 		replay: map[string][]string{},
 		counts: map[countKey]int64{},
-		names:  map[string]string{},
+		names:  newNames(),
 	}
+	s.idx = newRunIndex(s.idOf)
+	return s
 }
 
 // CreateRun implements store.RunStore.
@@ -232,15 +178,15 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.runs[c.Run.ID]; ok {
+	if _, ok := s.lookup(c.Run.ID); ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
 	}
-	e := &runEntry{wf: s.intern(c.Run.WorkflowID)}
-	_ = e.log.append(newEvent(c.Event, true)) // the first never fails
-	e.set(c.Run, s)
-	s.runs[c.Run.ID] = e
-	s.count(e.wf, "-", c.Run.Status)
+	s.newRun(&c)
+	slot, _ := s.lookup(c.Run.ID)
+	e := s.rec(slot)
+	s.count(e.wf, -1, e.status)
 	s.applyTasks(c)
+	s.compact(len(c.Run.Data) + len(c.Event.Data))
 	return nil
 }
 
@@ -284,11 +230,11 @@ func (s *Store) dequeue(id string) {
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e, ok := s.runs[id]
+	slot, ok := s.lookup(id)
 	if !ok {
 		return store.Run{}, fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
-	return e.current(id, s.names), nil
+	return s.current(slot, id), nil
 }
 
 // CommitRun implements store.RunStore. The commit is applied before
@@ -306,20 +252,24 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.runs[c.Run.ID]
+	slot, ok := s.lookup(c.Run.ID)
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrNotFound)
 	}
+	e := s.rec(slot)
 	if v := e.version; v != expected {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
 	}
 	was := e.status
-	if err := e.log.append(newEvent(c.Event, store.WholeDue(&c.Event, e.log.patchBytes))); err != nil {
+	if err := s.appendEvent(slot, newEvent(c.Event, store.WholeDue(&c.Event, e.patchBytes))); err != nil {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, err)
 	}
-	s.count(e.wf, was, c.Run.Status)
-	e.set(c.Run, s)
+	old := s.keys(slot)
+	s.setCurrent(slot, &c.Run)
+	s.reindex(slot, old)
+	s.count(e.wf, was, e.status)
 	s.applyTasks(c)
+	s.compact(len(c.Run.Data) + len(c.Event.Data) + len(c.Event.Patch))
 	return nil
 }
 
@@ -327,20 +277,21 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e, ok := s.runs[runID]
+	slot, ok := s.lookup(runID)
 	if !ok {
 		return nil, fmt.Errorf("memstore: run %s: %w", runID, store.ErrNotFound)
 	}
+	e := s.rec(slot)
 	if after < 0 {
 		after = 0
 	}
-	n := int64(e.log.len())
+	n := int64(e.n)
 	if after >= n {
 		return []store.Event{}, nil
 	}
 	fold := store.NewEventFold(after, limit)
-	for i := e.log.wholeBefore(int(after)); i < int(n); i++ { // seq k is at index k-1
-		ev, err := e.log.at(i)
+	for i := s.wholeBefore(e, int(after)); i < int(n); i++ { // seq k is at index k-1
+		ev, err := s.eventAt(e, i)
 		if err != nil {
 			return nil, fmt.Errorf("memstore: run %s event %d: %w", runID, i+1, err)
 		}
@@ -355,72 +306,123 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return fold.Events(), nil
 }
 
-// StaleRuns implements store.RunStore.
+// StaleRuns implements store.RunStore: a walk of the index's group of
+// all runs, oldest first, from the cursor to before.
 func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.RunCursor, limit int) ([]store.Run, error) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	var out []store.Run
-	for id, e := range s.runs {
-		r := e.current(id, s.names)
-		if !r.UpdatedAt.Before(before) {
-			continue
+	at := s.idx.seek(&probe{ikey: ikey{group: groupAll}, groupOnly: true})
+	if !after.IsZero() {
+		sec, nsec := timeKey(after.UpdatedAt)
+		p := probe{ikey: ikey{group: groupAll, sec: sec, nsec: nsec, slot: -1}, id: []byte(after.ID)}
+		at = s.idx.seek(&p)
+		if s.idx.valid(at) && s.idx.cmp(s.idx.key(at), &p) == 0 {
+			at = s.idx.next(at) // the cursor's run itself
 		}
-		if !after.UpdatedAt.IsZero() || after.ID != "" {
-			if r.UpdatedAt.Before(after.UpdatedAt) || r.UpdatedAt.Equal(after.UpdatedAt) && r.ID <= after.ID {
-				continue
-			}
-		}
-		out = append(out, r)
 	}
-	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
+	bsec, bnsec := timeKey(before)
+	end := probe{ikey: ikey{group: groupAll, sec: bsec, nsec: bnsec, slot: -1}}
+	for ; s.idx.valid(at) && (limit <= 0 || len(out) < limit); at = s.idx.next(at) {
+		k := s.idx.key(at)
+		if k.group != groupAll || k.sec > end.sec || k.sec == end.sec && k.nsec >= end.nsec {
+			break
 		}
-		return out[i].ID < out[j].ID
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+		out = append(out, s.currentAt(k.slot))
 	}
 	return out, nil
 }
 
-// ListRuns implements store.RunStore.
+// ListRuns implements store.RunStore: a walk, newest first, of the
+// smallest index group the filter selects within, from its cursor,
+// checking the rest of the filter on each run's record.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := []store.Run{}
-	for id, e := range s.runs {
-		r := e.current(id, s.names)
-		if f.Matches(r) && (f.Before.IsZero() || store.NewerFirst(f.Before, store.CursorOf(r))) {
-			out = append(out, r)
+	want := [3]int32{-1, -1, -1} // workflow, state, status
+	for i, name := range [...]*string{&f.WorkflowID, &f.State, f.Override} {
+		if name == nil || (i < 2 && *name == "") {
+			continue
 		}
+		id, ok := s.names.find(*name)
+		if !ok {
+			return out, nil // no run ever had it
+		}
+		want[i] = id
 	}
-	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return store.NewerFirst(store.CursorOf(out[i]), store.CursorOf(out[j])) })
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
+	g := s.listGroup(want)
+	var at pos
+	if f.Before.IsZero() {
+		at = s.idx.prev(s.idx.seek(&probe{ikey: ikey{group: g + 1}, groupOnly: true}))
+	} else {
+		sec, nsec := timeKey(f.Before.UpdatedAt)
+		at = s.idx.prev(s.idx.seek(&probe{ikey: ikey{group: g, sec: sec, nsec: nsec, slot: -1}, id: []byte(f.Before.ID)}))
+	}
+	asec, ansec := timeKey(f.UpdatedAfter)
+	for ; s.idx.valid(at) && (f.Limit <= 0 || len(out) < f.Limit); at = s.idx.prev(at) {
+		k := s.idx.key(at)
+		if k.group != g {
+			break
+		}
+		if !f.UpdatedAfter.IsZero() && (k.sec < asec || k.sec == asec && k.nsec <= ansec) {
+			break
+		}
+		e := s.rec(k.slot)
+		if want[0] >= 0 && e.wf != want[0] || want[1] >= 0 && e.state != want[1] || want[2] >= 0 && e.status != want[2] {
+			continue
+		}
+		out = append(out, s.currentAt(k.slot))
 	}
 	return out, nil
+}
+
+// listGroup returns the smallest index group holding every run with
+// the wanted workflow, state and status ids (-1: any).
+func (s *Store) listGroup(want [3]int32) uint64 {
+	wf, state, status := want[0], want[1], want[2]
+	best := groupAll
+	consider := func(g uint64) {
+		if s.groupN[g] < s.groupN[best] {
+			best = g
+		}
+	}
+	if wf >= 0 {
+		consider(groupOf(groupWorkflow, wf, 0))
+	}
+	if state >= 0 {
+		consider(groupOf(groupState, state, 0))
+	}
+	if status >= 0 {
+		consider(groupOf(groupStatus, status, 0))
+	}
+	if wf >= 0 && state >= 0 {
+		consider(groupOf(groupWorkflowState, wf, state))
+	}
+	return best
 }
 
 // DeleteRun implements store.RunStore.
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.runs[id]
+	slot, ok := s.lookup(id)
 	if !ok {
 		return fmt.Errorf("memstore: run %s: %w", id, store.ErrNotFound)
 	}
+	e := s.rec(slot)
 	if v := e.version; v != version {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
 	}
-	s.count(e.wf, e.status, "-")
-	delete(s.runs, id)
+	s.count(e.wf, e.status, -1)
+	s.dropRun(slot, id)
 	for tid, t := range s.tasks {
 		if t.RunID == id {
 			delete(s.tasks, tid)
 			s.dequeue(tid)
 		}
 	}
+	s.compact(0)
 	return nil
 }
 
@@ -429,7 +431,7 @@ func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 	s.mu.RLock()
 	out := make([]store.RunCount, 0, len(s.counts))
 	for k, n := range s.counts {
-		out = append(out, store.RunCount{WorkflowID: k.workflow, Status: k.status, N: n})
+		out = append(out, store.RunCount{WorkflowID: s.names.strs[k.workflow], Status: s.names.strs[k.status], N: n})
 	}
 	s.mu.RUnlock()
 	slices.SortFunc(out, func(a, b store.RunCount) int {
@@ -448,8 +450,8 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 	for _, id := range s.queue {
 		t := s.tasks[id]
 		if workflows != nil {
-			e, ok := s.runs[t.RunID]
-			if !ok || !slices.Contains(workflows, e.wf) {
+			slot, ok := s.lookup(t.RunID)
+			if !ok || !slices.Contains(workflows, s.names.strs[s.rec(slot).wf]) {
 				continue
 			}
 		}
