@@ -209,6 +209,10 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	return e, nil
 }
 
+// MaxRunData returns the bound on a run's data and milestones, in bytes
+// (Options.MaxRunData).
+func (e *Engine) MaxRunData() int64 { return e.maxData }
+
 func sameSkill(a, b *workflow.Skill) bool {
 	return a == b || (a.Name == b.Name && a.FS == b.FS && string(a.Content) == string(b.Content))
 }

@@ -156,13 +156,27 @@ func statusFilters(f store.RunFilter, status string, defs []*workflow.Definition
 // more follow.
 func (s *Server) listMerged(r *http.Request, subs []store.RunFilter, limit int) ([]store.Run, bool, error) {
 	var all []store.Run
+	chunk := listChunk(s.e.MaxRunData())
 	for _, f := range subs {
-		f.Limit = limit + 1
-		runs, err := s.e.Store().ListRuns(r.Context(), f)
-		if err != nil {
-			return nil, false, err
+		// The store hands runs over whole, data included: read them in
+		// chunks and keep only what the page shows, so that a page of runs
+		// with large data holds a chunk of them at once, not a page.
+		for want := limit + 1; want > 0; {
+			f.Limit = min(chunk, want)
+			runs, err := s.e.Store().ListRuns(r.Context(), f)
+			if err != nil {
+				return nil, false, err
+			}
+			for i := range runs {
+				runs[i].Snapshot.Data, runs[i].Snapshot.Milestones = nil, nil
+			}
+			all = append(all, runs...)
+			want -= len(runs)
+			if len(runs) < f.Limit {
+				break
+			}
+			f.Before = store.CursorOf(runs[len(runs)-1])
 		}
-		all = append(all, runs...)
 	}
 	if len(subs) > 1 {
 		slices.SortFunc(all, func(a, b store.Run) int {
@@ -176,6 +190,13 @@ func (s *Server) listMerged(r *http.Request, subs []store.RunFilter, limit int) 
 		return all[:limit], true, nil
 	}
 	return all, false, nil
+}
+
+// listChunk is how many runs one store read of GET /runs asks for: as
+// many as fit four page bounds (store.MaxPageBytes) at the bound on a
+// run's data, at least one and at most a page and one.
+func listChunk(maxRunData int64) int {
+	return int(min(max(4*store.MaxPageBytes/max(maxRunData, 1), 1), maxRunPage+1))
 }
 
 // listed renders one stored run for GET /runs.
