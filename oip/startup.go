@@ -369,7 +369,7 @@ func (s *Service) tamper(err error) {
 // defaultVerifyEvery is how many records may follow the last full check
 // before they are checked in the background: start-up checks at most
 // about that many.
-const defaultVerifyEvery = 4096
+const defaultVerifyEvery = 1024
 
 // maybeAdvanceVerified starts the check of the records after the last full
 // check, up to the checkpoint of size, once there are enough of them. It
