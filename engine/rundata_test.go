@@ -159,17 +159,24 @@ func TestTaskResultIsBounded(t *testing.T) {
 	if _, err := e.Transition(ctx, r.ID, "work", nil, engine.TransitionOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	got := taskDone(t, e, r.ID)
+	if got.State != "FAILED" || got.Data["result"] != nil || !strings.Contains(got.Snapshot.Error, "--max-run-data") {
+		t.Fatalf("state %s, data %v, error %q: want FAILED without the result, the reason naming the limit", got.State, got.Data, got.Snapshot.Error)
+	}
+}
+
+// taskDone waits until the run's task has ended (the run left WORK, or
+// failed in it) and returns the run.
+func taskDone(t *testing.T, e *engine.Engine, id string) *engine.Run {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := e.GetRun(ctx, r.ID)
+		got, err := e.GetRun(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.State != "WORK" || got.Snapshot.Status == protocol.StatusFailed {
-			if got.State != "FAILED" || got.Data["result"] != nil || !strings.Contains(got.Snapshot.Error, "--max-run-data") {
-				t.Fatalf("state %s, data %v, error %q: want FAILED without the result, the reason naming the limit", got.State, got.Data, got.Snapshot.Error)
-			}
-			return
+			return got
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the task did not finish")
@@ -197,21 +204,8 @@ func TestFailureReasonIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := e.GetRun(ctx, r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Snapshot.Status == protocol.StatusFailed {
-			if n := len(got.Snapshot.Error); n > 4100 || !strings.HasPrefix(got.Snapshot.Error, "The background task of state WORK failed: eee") {
-				t.Fatalf("stored reason of %d bytes: %.80q", n, got.Snapshot.Error)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task did not fail")
-		}
-		time.Sleep(10 * time.Millisecond)
+	got := taskDone(t, e, r.ID)
+	if n := len(got.Snapshot.Error); got.Snapshot.Status != protocol.StatusFailed || n > 4100 || !strings.HasPrefix(got.Snapshot.Error, "The background task of state WORK failed: eee") {
+		t.Fatalf("status %s, stored reason of %d bytes: %.80q", got.Snapshot.Status, n, got.Snapshot.Error)
 	}
 }
