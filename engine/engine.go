@@ -81,7 +81,18 @@ type Options struct {
 	Invoker RowInvoker
 	// Observer, when set, is told of commits and prunes (see Observe).
 	Observer Observer
+	// MaxRunData bounds a run's stored data and milestones, in bytes of
+	// JSON (0 means DefaultMaxRunData): a start or a transition (a task's
+	// result included) that would make them larger is refused with
+	// ETooLarge (HTTP 413) and nothing is written. A run stored larger
+	// already (under a higher limit) stays readable, and may still move
+	// on by transitions that do not make it larger.
+	MaxRunData int64
 }
+
+// DefaultMaxRunData is the bound on a run's data when Options.MaxRunData
+// is 0: 1 MiB, the default request body limit.
+const DefaultMaxRunData = 1 << 20
 
 // Engine runs workflows. It is safe for concurrent use.
 type Engine struct {
@@ -95,6 +106,7 @@ type Engine struct {
 	newID   func() string
 	retries int
 	invoker RowInvoker
+	maxData int64
 	locks   [256]sync.Mutex
 	pendMu  sync.Mutex
 	pending map[string]*pendingCommit // runs' queued commits and last known values
@@ -142,6 +154,7 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 		newID:   opts.NewRunID,
 		retries: opts.MaxRetries,
 		invoker: opts.Invoker,
+		maxData: opts.MaxRunData,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -154,6 +167,9 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	}
 	if e.retries <= 0 {
 		e.retries = DefaultMaxRetries
+	}
+	if e.maxData <= 0 {
+		e.maxData = DefaultMaxRunData
 	}
 	for _, d := range defs {
 		if _, dup := e.defs[d.ID]; dup {
@@ -192,6 +208,10 @@ func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, e
 	}
 	return e, nil
 }
+
+// MaxRunData returns the bound on a run's data and milestones, in bytes
+// (Options.MaxRunData).
+func (e *Engine) MaxRunData() int64 { return e.maxData }
 
 func sameSkill(a, b *workflow.Skill) bool {
 	return a == b || (a.Name == b.Name && a.FS == b.FS && string(a.Content) == string(b.Content))

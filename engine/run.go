@@ -74,6 +74,9 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	if initial.Milestone != "" {
 		snap.Milestones = []string{initial.Milestone}
 	}
+	if err := e.checkRunSize(store.Snapshot{}, snap); err != nil {
+		return nil, err
+	}
 	run := store.Run{ID: e.newID(), WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now, WorkflowVersion: def.Version()}
 	c := store.Commit{
 		Run:   run,
@@ -310,6 +313,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 		copy(ms, r.Milestones)
 		snap.Milestones = append(ms, to.Milestone)
 	}
+	if err := e.checkRunSize(r.Snapshot, snap); err != nil {
+		return nil, err
+	}
 	next := r.Run
 	next.Snapshot = snap
 	next.Version = r.Version + 1
@@ -332,6 +338,30 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 		c.Event.Added = []string{to.Milestone}
 	}
 	return c, nil
+}
+
+// runSize is what a run's snapshot holds that clients can grow: the bytes
+// of its data's JSON and of its milestones (each with its quotes and
+// comma, as a frame shows them).
+func runSize(s store.Snapshot) int64 {
+	n := int64(len(s.Data))
+	for _, m := range s.Milestones {
+		n += int64(len(m)) + 3
+	}
+	return n
+}
+
+// checkRunSize refuses next, the run's snapshot after a start or a
+// transition, when it is over the bound on a run's data and larger than
+// old: so one request's memory stays bounded whatever was stored, and a
+// run stored larger under a higher bound may still move on.
+func (e *Engine) checkRunSize(old, next store.Snapshot) error {
+	size := runSize(next)
+	if size <= e.maxData || size <= runSize(old) {
+		return nil
+	}
+	return protocol.Errorf(protocol.ETooLarge, "This would make the run's data and milestones %d bytes, over this server's limit of %d bytes (asmp serve --max-run-data); nothing was written. Keep large values outside the run (a file, a directory row) and store a reference to them.", size, e.maxData).
+		With("limit_bytes", e.maxData).With("size_bytes", size)
 }
 
 // dataPatch returns the merge patch (RFC 7386) that turns old into new,

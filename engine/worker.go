@@ -315,6 +315,14 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 	}
 	if action != "" {
 		next, err := e.Transition(bg, r.ID, action, map[string]any{}, opts)
+		if protocol.ErrorCode(err) == protocol.ETooLarge && terr == nil && st.Task.OnFailure != "" {
+			// The result would make the run too large: the task failed,
+			// and its result is not kept.
+			terr = errors.New(protocol.ErrorHint(err))
+			action = st.Task.OnFailure
+			opts.set, opts.failure = nil, failureReason(r.State, terr)
+			next, err = e.Transition(bg, r.ID, action, map[string]any{}, opts)
+		}
 		switch {
 		case err == nil:
 			e.settleMigration(bg, next)
@@ -345,8 +353,12 @@ func failureReason(state string, cause error) string {
 	if msg != "" && !strings.HasSuffix(msg, ".") {
 		msg += "."
 	}
-	return "The background task of state " + state + " failed: " + msg
+	return protocol.Truncate("The background task of state "+state+" failed: "+msg, maxFailureReason)
 }
+
+// maxFailureReason bounds the stored reason of a task's failure, which
+// quotes the task's error (its command's output, for a row task).
+const maxFailureReason = 4096
 
 // failRun sets the run's status to failed with the task's error as hint.
 func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause error) error {

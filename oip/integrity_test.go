@@ -355,3 +355,47 @@ func TestVerifiedSizeAdvances(t *testing.T) {
 		t.Fatalf("start-up read %d records, want the %d after the last full check", cs.reads, n-v)
 	}
 }
+
+// A start that checked the records since the last verified point records
+// it: the next start checks none of them again, even when no full pass
+// has finished in between (a server stopped during it).
+func TestStartupRecordsWhatItChecked(t *testing.T) {
+	st := memstore.New()
+	opts := &Options{KeyPath: filepath.Join(t.TempDir(), "ledger.key")}
+	dispatchN(t, newService(t, st, opts), 0, 50)
+	newService(t, st, opts) // checks all 50 in full
+	dispatchN(t, newService(t, st, opts), 50, 5)
+	first := &countingStore{Store: st}
+	newService(t, first, opts)
+	if first.reads != 5 {
+		t.Fatalf("start-up read %d records, want the 5 new ones", first.reads)
+	}
+	again := &countingStore{Store: st}
+	newService(t, again, opts)
+	if again.reads != 0 {
+		t.Fatalf("the next start read %d records again, from %v", again.reads, again.read)
+	}
+}
+
+// Records appended while the full pass has not finished are checked in
+// the background all the same, so they do not pile up for the next start.
+func TestVerifiedSizeAdvancesBeforeTheFullPass(t *testing.T) {
+	st := memstore.New()
+	opts := &Options{KeyPath: filepath.Join(t.TempDir(), "ledger.key")}
+	dispatchN(t, newService(t, st, opts), 0, 5)
+	newService(t, st, opts)        // checks the 5 in full
+	svc := newService(t, st, opts) // the full pass is not run
+	svc.verifyEvery = 10
+	for i := 5; i < 1000 && svc.verified.Load() < 20; i++ {
+		for svc.advancing.Load() {
+			runtime.Gosched()
+		}
+		if svc.Ready() {
+			t.Fatal("ready without the full pass")
+		}
+		dispatchN(t, svc, i, 1)
+	}
+	if v, _ := st.LedgerVerified(context.Background()); v < 20 {
+		t.Fatalf("verified size %d after %d appends", v, size(t, st))
+	}
+}

@@ -72,6 +72,15 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 	}
 	s.base = n
 	s.verified.Store(from.TreeSize)
+	if c.full == nil && n > from.TreeSize {
+		// The records since the last verified point are checked, from its
+		// trusted checkpoint, as advanceVerified checks them: the next
+		// start begins here, whatever happens to the full pass.
+		if err := s.st.SetLedgerVerified(ctx, n); err != nil {
+			return fmt.Errorf("oip: verified size: %w", err)
+		}
+		s.verified.Store(n)
+	}
 	if c.full != nil {
 		s.installTree(*c.full)
 		s.vOnce.Do(func() {})
@@ -360,12 +369,14 @@ func (s *Service) tamper(err error) {
 // defaultVerifyEvery is how many records may follow the last full check
 // before they are checked in the background: start-up checks at most
 // about that many.
-const defaultVerifyEvery = 4096
+const defaultVerifyEvery = 1024
 
 // maybeAdvanceVerified starts the check of the records after the last full
-// check, up to the checkpoint of size, once there are enough of them.
+// check, up to the checkpoint of size, once there are enough of them. It
+// runs while the full pass does too, so that appends made meanwhile do
+// not pile up for the next start to check.
 func (s *Service) maybeAdvanceVerified(size int64) {
-	if !s.Ready() || size-s.verified.Load() < s.verifyEvery || !s.advancing.CompareAndSwap(false, true) {
+	if size-s.verified.Load() < s.verifyEvery || !s.advancing.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {

@@ -210,13 +210,12 @@ func (s *Server) listMerged(r *http.Request, subs []store.RunFilter, limit int, 
 		var all []store.Run
 		var bound store.RunCursor // the oldest last run of a full page
 		for _, f := range subs {
-			f.Limit = limit + 1
-			runs, err := s.e.Store().ListRuns(r.Context(), f)
+			runs, err := s.readRuns(r, f, limit+1)
 			if err != nil {
 				return nil, store.RunCursor{}, err
 			}
 			all = append(all, runs...)
-			if len(runs) == f.Limit {
+			if len(runs) == limit+1 {
 				if last := store.CursorOf(runs[len(runs)-1]); bound.IsZero() || store.NewerFirst(last, bound) {
 					bound = last
 				}
@@ -254,6 +253,32 @@ func (s *Server) listMerged(r *http.Request, subs []store.RunFilter, limit int, 
 	}
 }
 
+// readRuns reads up to want runs of f (from f.Before on), without their
+// data and milestones. The store hands runs over whole, data included:
+// they are read in chunks and only what a page shows is kept, so that a
+// page of runs with large data holds a chunk of them at once, not a page.
+func (s *Server) readRuns(r *http.Request, f store.RunFilter, want int) ([]store.Run, error) {
+	var out []store.Run
+	chunk := listChunk(s.e.MaxRunData())
+	for want > 0 {
+		f.Limit = min(chunk, want)
+		runs, err := s.e.Store().ListRuns(r.Context(), f)
+		if err != nil {
+			return nil, err
+		}
+		for i := range runs {
+			runs[i].Snapshot.Data, runs[i].Snapshot.Milestones = nil, nil
+		}
+		out = append(out, runs...)
+		want -= len(runs)
+		if len(runs) < f.Limit {
+			break
+		}
+		f.Before = store.CursorOf(runs[len(runs)-1])
+	}
+	return out, nil
+}
+
 // statusOf is a stored run's status: its override, else what its state
 // shows in the version the run is pinned to (the served one when that
 // is not known).
@@ -273,6 +298,13 @@ func (s *Server) statusOf(r *http.Request, sr store.Run) string {
 		}
 	}
 	return protocol.StatusActive
+}
+
+// listChunk is how many runs one store read of GET /runs asks for: as
+// many as fit four page bounds (store.MaxPageBytes) at the bound on a
+// run's data, at least one and at most a page and one.
+func listChunk(maxRunData int64) int {
+	return int(min(max(4*store.MaxPageBytes/max(maxRunData, 1), 1), maxRunPage+1))
 }
 
 // listed renders one stored run for GET /runs.

@@ -63,7 +63,7 @@ import (
 
 var (
 	asmpBin   = flag.String("asmp", "bin/asmp", "the asmp binary")
-	part      = flag.String("part", "all", "growth, bigrun or all")
+	part      = flag.String("part", "all", "growth, bigrun, startup or all")
 	sizes     = flag.String("sizes", "0,100000,1000000", "stored runs for the growth table")
 	targets   = flag.String("targets", "memory,sqlite", "stores for the growth table (memory, sqlite, postgres)")
 	pgURL     = flag.String("postgres", "", "a PostgreSQL server for the postgres target: one database per size (asmp_growth_RUNS) is made there and reused")
@@ -79,6 +79,8 @@ var (
 	loopFile  = flag.String("loop", "bench/loop-v1.yaml", "the loop workflow")
 	bigFile   = flag.String("bigrun", "bench/bigrun-v1.yaml", "the large-run workflow")
 	wrkDir    = flag.String("wrk-dir", "bench/wrk", "the wrk scripts (transition.lua); the load is generated with wrk when it is on PATH")
+	records   = flag.Int("records", 1_000_000, "ledger records of the start-up database")
+	starts    = flag.Int("starts", 5, "starts of the server measured on it")
 )
 
 func main() {
@@ -89,9 +91,14 @@ func main() {
 		err = growth()
 	case "bigrun":
 		err = bigrun()
+	case "startup":
+		err = startup()
 	case "all":
 		if err = growth(); err == nil {
 			err = bigrun()
+		}
+		if err == nil {
+			err = startup()
 		}
 	default:
 		err = fmt.Errorf("unknown -part %q", *part)

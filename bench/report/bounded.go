@@ -43,6 +43,17 @@ type boundedResults struct {
 	metrics map[string]float64 // "target runs" -> median µs
 	bigrun  map[string]float64
 	load    []float64 // 1-minute load averages around the growth table
+	startup startupResults
+}
+
+// startupResults are the starts of asmp serve on a database of many
+// ledger records (bench/bounded -part startup).
+type startupResults struct {
+	records          float64
+	listen, ready    []float64 // µs from exec, one per start
+	rss, hwm         []float64 // bytes once ready, one per start
+	check            float64   // µs of asmp ledger check
+	hasCheck, hasAny bool
 }
 
 // noisy reports whether other work on the machine took more than
@@ -113,6 +124,23 @@ func (r *results) addBounded(fs []string) bool {
 		}
 	case "loadavg":
 		b.load = append(b.load, num(2))
+	case "startup":
+		st := &b.startup
+		st.hasAny = true
+		switch fs[1] {
+		case "records":
+			st.records = num(2)
+		case "check_us":
+			st.check, st.hasCheck = num(2), true
+		case "listen_us":
+			st.listen = append(st.listen, num(3))
+		case "ready_us":
+			st.ready = append(st.ready, num(3))
+		case "rss":
+			st.rss = append(st.rss, num(3))
+		case "hwm":
+			st.hwm = append(st.hwm, num(3))
+		}
 	default:
 		return false
 	}
@@ -229,6 +257,11 @@ func (r *results) boundedTargets() []target {
 		}
 	}
 	ts = append(ts, t)
+	if st := b.startup; len(st.listen) > 0 {
+		worst := slices.Max(st.listen)
+		ts = append(ts, target{name: "Start-up with 1,000,000 ledger records < 1 s (exec to /healthz answering, the worst start)", known: st.records >= 1_000_000, met: worst < 1e6,
+			measured: fmt.Sprintf("%s (median %s of %d starts) with %s records%s", ms(worst/1000), ms(median(st.listen)/1000), len(st.listen), thousands(st.records), sizeNote(int(st.records)))})
+	}
 	g := b.bigrun
 	if v, ok := g["db_used_per_tick"]; ok {
 		ts = append(ts, target{name: "A run with 1 MB of data ticked 300 times: < 2 KB stored per tick (SQLite, after a clean shutdown)", known: true, met: v < 2048,
@@ -269,14 +302,16 @@ func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }
 
 func (r *results) writeBounded(w *strings.Builder) {
 	b := r.bounded
-	if b == nil || (len(b.growth) == 0 && len(b.bigrun) == 0) {
+	if b == nil || (len(b.growth) == 0 && len(b.bigrun) == 0 && !b.startup.hasAny) {
 		return
 	}
 	fmt.Fprintf(w, "## Bounded cost: growth with stored runs and history\n\n")
 	if r.sectionOnly {
 		fmt.Fprintf(w, "Measured on %s at commit %s (%s, %s cores) by `bench/run` with only this part (raw results: `bench/results/bounded.tsv`), apart from the tables above, which come from the last full run.\n\n", r.meta["date"], r.meta["commit"], r.meta["cpu"], r.meta["cores"])
 	}
-	fmt.Fprintf(w, "`bench/bounded` (%s). Each row: a server already holding RUNS runs (created with `POST /runs` before, on the same server; SQLite databases built once under BENCH_TMP and reused), plus the runs the rows tick; then the workload from as many connections as the row says for the measured time after a warm-up (`wrk -t1`, as in the HTTP table; a Go client, each connection on its own run, when wrk is missing): `POST /runs/{id}/transitions/tick` round-robin over as many new runs, or the first page of `GET /runs` (every stored run is a loop-v1 run in LOOP, so the filter matches them all and the page is full). \"Other CPU\": the CPU time, in cores, that processes other than the server and the load generator (and the hypervisor, as steal time) used during the measured window (user, system and steal time in `/proc/stat` less theirs); the growth targets are judged only when it stays under %.2f cores. GET /metrics: median of 21 requests on that server.\n\n", r.meta["cmd_bounded"], maxOther)
+	if len(b.growth) > 0 || len(b.bigrun) > 0 {
+		fmt.Fprintf(w, "`bench/bounded` (%s). Each row: a server already holding RUNS runs (created with `POST /runs` before, on the same server; SQLite databases built once under BENCH_TMP and reused), plus the runs the rows tick; then the workload from as many connections as the row says for the measured time after a warm-up (`wrk -t1`, as in the HTTP table; a Go client, each connection on its own run, when wrk is missing): `POST /runs/{id}/transitions/tick` round-robin over as many new runs, or the first page of `GET /runs` (every stored run is a loop-v1 run in LOOP, so the filter matches them all and the page is full). \"Other CPU\": the CPU time, in cores, that processes other than the server and the load generator (and the hypervisor, as steal time) used during the measured window (user, system and steal time in `/proc/stat` less theirs); the growth targets are judged only when it stays under %.2f cores. GET /metrics: median of 21 requests on that server.\n\n", r.meta["cmd_bounded"], maxOther)
+	}
 	if len(b.load) > 0 {
 		fmt.Fprintf(w, "Load during the growth table: 1-minute load average %.2f at the start, %.2f at most, %.2f at the end (read before each server's workloads). It counts the benchmark's own two busy threads, the server on one core and wrk on the other, so it is about 2 on an otherwise idle machine.\n\n", b.load[0], slices.Max(b.load), b.load[len(b.load)-1])
 	}
@@ -349,11 +384,41 @@ func (r *results) writeBounded(w *strings.Builder) {
 		}
 		fmt.Fprintln(w)
 	}
+	if st := b.startup; st.hasAny {
+		fmt.Fprintf(w, "Start-up (%s): `asmp serve --db FILE` started %d times on a SQLite database of %s ledger records (directory rows and their versions, invocations, executed ones with their results; written by the `oip` package over the SQLite store with 128 concurrent dispatchers, so one signed checkpoint per group commit, as a server under load writes them; built once under BENCH_TMP and reused). Listening: from exec until `GET /healthz` answers 200 (start-up checks the records after the last verified point, the head file and the newest checkpoint); ready: until `GET /readyz` answers 200 (the full pass over every record, in the background). The first start after the database was built also checks the records its writer left unchecked (up to about 1,024) and dispatches the example rows. RSS: VmRSS once ready, and VmHWM. `asmp ledger check`: the full pass offline, wall time.\n\n", r.meta["cmd_startup"], len(st.listen), thousands(st.records))
+		fmt.Fprintln(w, "| Figure | Median | Worst |")
+		fmt.Fprintln(w, "|---|--:|--:|")
+		for _, row := range []struct {
+			label string
+			v     []float64
+			unit  string
+		}{
+			{"exec → `/healthz` answering (listening and serving)", st.listen, "us"},
+			{"exec → `/readyz` ready (background full pass done)", st.ready, "us"},
+			{"RSS once ready", st.rss, "MB"},
+			{"Peak RSS (VmHWM)", st.hwm, "MB"},
+		} {
+			if len(row.v) == 0 {
+				continue
+			}
+			f := func(v float64) string {
+				if row.unit == "MB" {
+					return mb(v)
+				}
+				return ms(v / 1000)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s |\n", row.label, f(median(row.v)), f(slices.Max(row.v)))
+		}
+		if st.hasCheck {
+			fmt.Fprintf(w, "| `asmp ledger check --db FILE` (full pass, offline) | %s | |\n", ms(st.check/1000))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // boundedPrefixes start the names of the targets boundedTargets writes,
 // now and in earlier reports.
-var boundedPrefixes = []string{"Transitions, ", "GET /metrics at ", "GET /runs first page", "A run with 1 MB", "That run: ", "POST /api/commands/", "… "}
+var boundedPrefixes = []string{"Start-up with ", "Transitions, ", "GET /metrics at ", "GET /runs first page", "A run with 1 MB", "That run: ", "POST /api/commands/", "… "}
 
 // rewriteSection rewrites the bounded-cost section of the report at path,
 // and that section's rows of its targets table, from r; the rest of the

@@ -143,7 +143,7 @@ func load(path string) (*results, error) {
 				r.memKeys = append(r.memKeys, fs[1])
 			}
 			r.mem[fs[1]] = kv(fs[2])
-		case "growth", "list", "metrics", "bigrun", "loadavg":
+		case "growth", "list", "metrics", "bigrun", "loadavg", "startup":
 			r.addBounded(fs)
 		case "gobench":
 			pkg := fs[1]

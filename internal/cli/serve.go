@@ -50,6 +50,7 @@ type serveFlags struct {
 	logLevel   string
 	logFormat  string
 	maxBody    int64
+	maxRunData int64
 	defaultWF  string
 	tokens     []string
 	rateLimit  string
@@ -102,6 +103,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json (logs go to stderr)")
 	fl.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
+	fl.Int64Var(&f.maxRunData, "max-run-data", 0, "limit in bytes of a run's data and milestones (JSON): a start or transition, a task's result included, that would exceed it gets 413 (0 = --max-body)")
 	fl.StringVar(&f.defaultWF, "default-workflow", "", "workflow used when POST /runs names none (default: the first)")
 	fl.StringArrayVar(&f.tokens, "token", nil, "bearer token NAME=SECRET[:SCOPE,...] (repeatable; also ASMP_TOKENS, entries separated by ';'; scopes read,runs,dispatch,exec; none = all)")
 	fl.StringVar(&f.rateLimit, "rate-limit", "auto", "requests per second per client before 429; 0 = off; auto = off on loopback, 50 otherwise")
@@ -274,6 +276,13 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			return fmt.Errorf("--allow-origin %q: give an origin as scheme://host[:port], e.g. https://console.example.com", o)
 		}
 	}
+	if f.maxRunData < 0 {
+		return fmt.Errorf("--max-run-data %d: use a size in bytes, or 0 for the body limit (--max-body)", f.maxRunData)
+	}
+	maxRunData := f.maxRunData
+	if maxRunData == 0 {
+		maxRunData = f.maxBody
+	}
 	if f.retention < 0 {
 		return fmt.Errorf("--retention %s: use a positive duration such as 720h, or 0 to keep every run", f.retention)
 	}
@@ -332,7 +341,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			return err
 		}
 	}
-	eng, err = engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log, Invoker: oip.NewInvoker(ledger)})
+	eng, err = engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log, Invoker: oip.NewInvoker(ledger), MaxRunData: maxRunData})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,76 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// notesYAML: NOTES takes two string keys, a and b, each by its own
+// transition, as often as a client likes.
+const notesYAML = `workflow_id: notes-v1
+initial_state: NOTES
+states:
+  NOTES:
+    hint: Write notes.
+transitions:
+  - {from: NOTES, action: a, to: NOTES, expects: {a: string}}
+  - {from: NOTES, action: b, to: NOTES, expects: {b: string}}
+  - {from: NOTES, action: stay, to: NOTES}
+`
+
+// A run's data cannot grow past --max-run-data by many transitions each
+// within the body limit: the one that would gets a JSON 413 naming the
+// limit and the size, and nothing is written. A run stored larger under
+// an earlier limit stays readable after a restart with a lower one.
+func TestRunDataIsBoundedOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "notes.yaml")
+	if err := os.WriteFile(wf, []byte(notesYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "asmp.db")
+	json := []string{"Content-Type", "application/json"}
+	note := func(key string, n int) string { return `{"` + key + `":"` + strings.Repeat("x", n) + `"}` }
+
+	p := serve(t, "--db", db, "--max-run-data", "3000", wf)
+	id := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"notes-v1"}`, json...), 201).RunID
+	frameOf(t, p.raw("POST", "/runs/"+id+"/transitions/a", note("a", 2000), json...), 200)
+	r := p.raw("POST", "/runs/"+id+"/transitions/b", note("b", 2000), json...)
+	h := errorOf(t, r, 413)
+	if !strings.Contains(h, "3000") || !strings.Contains(h, "--max-run-data") {
+		t.Fatalf("the hint does not name the limit: %q", h)
+	}
+	if m := jsonOf(t, r, 413); m["limit_bytes"] != 3000.0 || m["size_bytes"].(float64) <= 3000 {
+		t.Fatalf("413 body: %s", r.body)
+	}
+	f := frameOf(t, p.do("GET", "/runs/"+id, nil), 200)
+	if _, ok := f.Data["b"]; ok || etagVersion(p.do("GET", "/runs/"+id, nil).header.Get("ETag")) != 2 {
+		t.Fatalf("the refused transition was written: %s", p.do("GET", "/runs/"+id, nil).body)
+	}
+	// Initial data over the limit: refused too.
+	errorOf(t, p.raw("POST", "/runs", `{"workflow_id":"notes-v1","data":`+note("a", 4000)+`}`, json...), 413)
+	// A run stored under a higher limit...
+	big := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"notes-v1","data":`+note("a", 2500)+`}`, json...), 201).RunID
+	p.kill()
+
+	// ... stays readable under a lower one, and moves on without growing.
+	p = serve(t, "--db", db, "--max-run-data", "1000", wf)
+	if f := frameOf(t, p.do("GET", "/runs/"+big, nil), 200); len(f.Data["a"].(string)) != 2500 {
+		t.Fatalf("the stored run changed: %v", f.Data)
+	}
+	frameOf(t, p.raw("POST", "/runs/"+big+"/transitions/stay", `{}`, json...), 200)
+	errorOf(t, p.raw("POST", "/runs/"+big+"/transitions/b", note("b", 100), json...), 413)
+	if code := p.do("GET", "/runs/"+big+"/events", nil).status; code != 200 {
+		t.Fatalf("GET events: %d", code)
+	}
+}
+
+// A negative --max-run-data is refused at start, naming the flag.
+func TestMaxRunDataFlagIsChecked(t *testing.T) {
+	out, err := runAsmp(t, "serve", "--addr", "127.0.0.1:0", "--db", ":memory:", "--max-run-data", "-5")
+	if err == nil || !strings.Contains(out, "--max-run-data -5") {
+		t.Fatalf("err %v, output %q", err, out)
+	}
+}
