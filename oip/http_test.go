@@ -397,5 +397,18 @@ func TestInvocations(t *testing.T) {
 	if e, _ := EntryHash(replay); e != replay.EntryHash {
 		t.Fatal("replay's entry_hash does not cover replay_of")
 	}
+	if o.ReplayedByMore || strings.Contains(string(do(t, h, nil, "GET", "/api/dispatch?receipt="+orig, "").Body), "replayed_by_more") {
+		t.Fatal("replayed_by_more set with one replay")
+	}
+	// However often a record is replayed, reading it lists the oldest
+	// MaxReplayedBy replays and says that more follow.
+	for i := range MaxReplayedBy {
+		do(t, h, nil, "POST", "/api/dispatch", dispatchBody(fmt.Sprintf("again-%d", i), `{"type":"invocation","object_key":"my-cli-tool-v1","input":{"input_file":"data.txt"},"replay_of":"`+orig+`"}`))
+	}
+	o = Record{}
+	do(t, h, nil, "GET", "/api/dispatch?receipt="+orig, "").decode(t, &o)
+	if len(o.ReplayedBy) != MaxReplayedBy || o.ReplayedBy[0] != rp["inv_ID"] || !o.ReplayedByMore {
+		t.Fatalf("a record replayed %d times lists %d replays, more=%v", MaxReplayedBy+1, len(o.ReplayedBy), o.ReplayedByMore)
+	}
 	expectError(t, do(t, h, nil, "POST", "/api/dispatch", dispatchBody("x-1", `{"type":"invocation","object_key":"my-cli-tool-v1","replay_of":"`+row["inv_ID"].(string)+`"}`)), 400, "replay")
 }

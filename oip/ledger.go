@@ -552,12 +552,15 @@ func (s *Service) Record(ctx context.Context, invID string) (Record, error) {
 }
 
 func (s *Service) withReplays(ctx context.Context, r Record) (Record, error) {
-	by, err := s.st.ReplayedBy(ctx, r.InvID)
+	by, err := s.st.ReplayedBy(ctx, r.InvID, MaxReplayedBy+1)
 	if err != nil {
 		return Record{}, fmt.Errorf("oip: replayed by: %w", err)
 	}
 	if by == nil {
 		by = []string{}
+	}
+	if len(by) > MaxReplayedBy {
+		by, r.ReplayedByMore = by[:MaxReplayedBy], true
 	}
 	r.ReplayedBy = by
 	return r, nil

@@ -27,6 +27,10 @@ type (
 	ConsistencyProof = wire.ConsistencyProof
 )
 
+// MaxReplayedBy is how many inv_IDs a record's replayed_by lists at most
+// (Record.ReplayedByMore says when more replay it).
+const MaxReplayedBy = wire.MaxReplayedBy
+
 // Record types the ledger holds.
 const (
 	TypeDirectoryRow     = wire.TypeDirectoryRow     // a CLI directory row (SPEC section 8)

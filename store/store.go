@@ -459,8 +459,9 @@ type LedgerStore interface {
 	// ending early once their bodies reach MaxPageBytes.
 	LedgerLatest(ctx context.Context, typ, after string, limit int) ([]LedgerRecord, error)
 
-	// ReplayedBy returns the inv_IDs of records whose ReplayOf is invID, in Seq order.
-	ReplayedBy(ctx context.Context, invID string) ([]string, error)
+	// ReplayedBy returns the inv_IDs of records whose ReplayOf is invID, in
+	// Seq order: the first limit of them (limit <= 0: all).
+	ReplayedBy(ctx context.Context, invID string, limit int) ([]string, error)
 
 	// Tamper-evident ledger (SPEC section 16): signed checkpoints stored
 	// with the records they cover, each record's canonical bytes, and how

@@ -53,7 +53,14 @@ type Record struct {
 	// this record, oldest first. Computed on read; nil (and omitted from
 	// the JSON) when not computed, [] when computed and empty.
 	ReplayedBy []string `json:"replayed_by,omitzero"`
+	// ReplayedByMore is set when more invocations replay this record than
+	// ReplayedBy lists (it holds the oldest MaxReplayedBy): a read stays
+	// bounded however often a record is replayed.
+	ReplayedByMore bool `json:"replayed_by_more,omitempty"`
 }
+
+// MaxReplayedBy is how many inv_IDs a record's replayed_by lists at most.
+const MaxReplayedBy = 100
 
 // recordJSON is Record's wire shape, with supersedes as a nullable string.
 type recordJSON struct {
@@ -69,6 +76,7 @@ type recordJSON struct {
 	ResultOf   string          `json:"result_of,omitempty"`
 	ReplayOf   string          `json:"replay_of,omitempty"`
 	ReplayedBy []string        `json:"replayed_by,omitzero"`
+	More       bool            `json:"replayed_by_more,omitempty"`
 }
 
 // MarshalJSON writes the record with supersedes as a string or null.
@@ -76,7 +84,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	w := recordJSON{
 		InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
 		Timestamp: r.Timestamp, Source: r.Source, EntryHash: r.EntryHash,
-		ResultOf: r.ResultOf, ReplayOf: r.ReplayOf, ReplayedBy: r.ReplayedBy,
+		ResultOf: r.ResultOf, ReplayOf: r.ReplayOf, ReplayedBy: r.ReplayedBy, More: r.ReplayedByMore,
 	}
 	if r.Supersedes != "" {
 		s := r.Supersedes
@@ -95,7 +103,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	*r = Record{
 		InvID: w.InvID, Seq: w.Seq, Key: w.Key, Type: w.Type, Body: w.Body,
 		Timestamp: w.Timestamp, Source: w.Source, EntryHash: w.EntryHash,
-		ResultOf: w.ResultOf, ReplayOf: w.ReplayOf, ReplayedBy: w.ReplayedBy,
+		ResultOf: w.ResultOf, ReplayOf: w.ReplayOf, ReplayedBy: w.ReplayedBy, ReplayedByMore: w.More,
 	}
 	if w.Supersedes != nil {
 		r.Supersedes = *w.Supersedes

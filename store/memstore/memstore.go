@@ -752,10 +752,14 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 }
 
 // ReplayedBy implements store.LedgerStore.
-func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
+func (s *Store) ReplayedBy(ctx context.Context, invID string, limit int) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return append([]string{}, s.replay[invID]...), nil
+	by := s.replay[invID]
+	if limit > 0 && len(by) > limit {
+		by = by[:limit]
+	}
+	return append([]string{}, by...), nil
 }
 
 // Close implements store.Store.

@@ -348,9 +348,13 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 }
 
 // ReplayedBy implements store.LedgerStore.
-func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
+func (s *Store) ReplayedBy(ctx context.Context, invID string, limit int) ([]string, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
 	// replay_of <> '' lets even a generic plan use the partial index ledger_replay.
-	rows, err := s.pool.Query(ctx, `SELECT inv_id FROM ledger WHERE replay_of = $1 AND replay_of <> '' ORDER BY seq`, invID)
+	rows, err := s.pool.Query(ctx, `SELECT inv_id FROM ledger WHERE replay_of = $1 AND replay_of <> '' ORDER BY seq LIMIT $2`, invID, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: replayed by %s: %w", invID, err)
 	}

@@ -333,11 +333,14 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 // replayedByQuery repeats the ledger_replay index's condition (a
 // non-empty replay_of): without it SQLite cannot use that partial index
 // for a parameter and scans the whole ledger on every call.
-const replayedByQuery = `SELECT inv_id FROM ledger WHERE replay_of = ? AND replay_of != '' ORDER BY seq`
+const replayedByQuery = `SELECT inv_id FROM ledger WHERE replay_of = ? AND replay_of != '' ORDER BY seq LIMIT ?`
 
 // ReplayedBy implements store.LedgerStore.
-func (s *Store) ReplayedBy(ctx context.Context, invID string) ([]string, error) {
-	rows, err := s.query(ctx, replayedByQuery, invID)
+func (s *Store) ReplayedBy(ctx context.Context, invID string, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.query(ctx, replayedByQuery, invID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: replayed by: %w", err)
 	}

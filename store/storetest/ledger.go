@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -184,9 +185,16 @@ func testLedgerLatestAndReplay(t *testing.T, s store.LedgerStore) {
 	if len(rows) != 1 || rows[0].Key != "a-row" {
 		t.Fatalf("LedgerLatest(limit 1) = %+v", rows)
 	}
-	by, err := s.ReplayedBy(ctx(), "inv_i1")
+	by, err := s.ReplayedBy(ctx(), "inv_i1", 0)
 	if err != nil || len(by) != 1 || by[0] != "inv_i2" {
 		t.Fatalf("ReplayedBy = %v, %v", by, err)
+	}
+	appendRec(t, s, "build-3", "invocation", "inv_i3", func(r *store.LedgerRecord) { r.ReplayOf = "inv_i1" })
+	if by, err := s.ReplayedBy(ctx(), "inv_i1", 0); err != nil || !slices.Equal(by, []string{"inv_i2", "inv_i3"}) {
+		t.Fatalf("ReplayedBy of two replays = %v, %v", by, err)
+	}
+	if by, err := s.ReplayedBy(ctx(), "inv_i1", 1); err != nil || !slices.Equal(by, []string{"inv_i2"}) {
+		t.Fatalf("ReplayedBy(limit 1) = %v, %v; want the oldest", by, err)
 	}
 	r, _ := s.LedgerRecord(ctx(), "inv_r1")
 	if r.ResultOf != "inv_i1" || r.Supersedes != "inv_i1" {
