@@ -22,6 +22,11 @@ func listRunsQuery(f store.RunFilter) (string, []any) {
 	}
 	if f.Override != nil {
 		where, args = append(where, "status = ?"), append(args, *f.Override)
+		if *f.Override != "" {
+			// The condition of runs_list_status, a partial index: SQLite
+			// uses it only when the query says so itself.
+			where = append(where, "status != ''")
+		}
 	}
 	if !f.UpdatedAfter.IsZero() {
 		where, args = append(where, "updated_at > ?"), append(args, nanos(f.UpdatedAfter))
