@@ -25,13 +25,20 @@ func TestListRunsUsesIndexes(t *testing.T) {
 		{"next page", store.RunFilter{Before: cursor, Limit: 50}, "runs_updated"},
 		{"workflow", store.RunFilter{WorkflowID: "wf", Limit: 50}, "runs_list_workflow"},
 		{"workflow, next page", store.RunFilter{WorkflowID: "wf", Before: cursor, Limit: 50}, "runs_list_workflow"},
-		{"state", store.RunFilter{State: "S", Limit: 50}, "runs_list_state"},
+		{"state", store.RunFilter{State: "S", Limit: 50}, "runs_list_workflow_state"},
+		{"state, next page", store.RunFilter{State: "S", Before: cursor, Limit: 50}, "runs_list_workflow_state"},
+		{"derived status of one state, any workflow", store.RunFilter{State: "S", Override: &derived, Limit: 50}, "runs_list_workflow_state"},
+		{"status override and state", store.RunFilter{State: "S", Override: &processing, Limit: 50}, "runs_list_status"},
 		{"status override", store.RunFilter{Override: &processing, Limit: 50}, "runs_list_status"},
 		{"workflow and state", store.RunFilter{WorkflowID: "wf", State: "S", Limit: 50}, "runs_list_workflow_state"},
 		{"derived status of one state", store.RunFilter{WorkflowID: "wf", State: "S", Override: &derived, Limit: 50}, "runs_list_workflow_state"},
 	}
 	for _, tc := range cases {
-		q, args := listRunsQuery(tc.f)
+		f := tc.f
+		if byWorkflow(f) {
+			f.WorkflowID = "wf" // one of the queries of each workflow
+		}
+		q, args := listRunsQuery(f)
 		p := queryPlan(t, q, args...)
 		uses := regexp.MustCompile(`INDEX ` + tc.index + `( |$)`).MatchString(p)
 		if !uses || strings.Contains(p, "SCAN runs;") || strings.HasSuffix(p, "SCAN runs") || strings.Contains(p, "TEMP B-TREE") {

@@ -8,3 +8,7 @@
 -- that SQLite uses it.
 DROP INDEX runs_list_status;
 CREATE INDEX runs_list_status ON runs (status, updated_at, id) WHERE status != '';
+-- A state without a workflow is listed one workflow at a time through
+-- runs_list_workflow_state (runlist.go), so runs_list_state, which every
+-- transition rewrote, goes.
+DROP INDEX runs_list_state;
