@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/asmp-dev/asmp/store/storetest"
+	"github.com/asmp-dev/asmp/store"
 )
 
 // Every filter of a run list walks an index in the list's order and stops
@@ -46,7 +46,7 @@ func TestListRunsUsesIndexes(t *testing.T) {
 		}
 	})
 
-	for _, tc := range storetest.ListIndexCases() {
+	for _, tc := range listIndexCases() {
 		q, args := listRunsQuery(tc.Filter)
 		plan := explain(t, s, q, args...)
 		if !strings.Contains(plan, "Index Scan Backward using "+tc.Index+" ") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
@@ -76,4 +76,29 @@ func explain(t *testing.T, s *Store, query string, args ...any) string {
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// listIndexCase is one filter of a run list and the index that must
+// serve it in the list's order.
+type listIndexCase struct {
+	Name   string
+	Filter store.RunFilter
+	Index  string
+}
+
+// listIndexCases are the filters GET /runs makes, each with its index.
+func listIndexCases() []listIndexCase {
+	processing, derived := "processing", ""
+	cursor := store.RunCursor{UpdatedAt: time.Unix(100, 0), ID: "x"}
+	return []listIndexCase{
+		{"unfiltered", store.RunFilter{Limit: 50}, "runs_updated"},
+		{"updated after", store.RunFilter{UpdatedAfter: time.Unix(5, 0), Limit: 50}, "runs_updated"},
+		{"next page", store.RunFilter{Before: cursor, Limit: 50}, "runs_updated"},
+		{"workflow", store.RunFilter{WorkflowID: "wf", Limit: 50}, "runs_list_workflow"},
+		{"workflow, next page", store.RunFilter{WorkflowID: "wf", Before: cursor, Limit: 50}, "runs_list_workflow"},
+		{"state", store.RunFilter{State: "S", Limit: 50}, "runs_list_state"},
+		{"status override", store.RunFilter{Override: &processing, Limit: 50}, "runs_list_status"},
+		{"workflow and state", store.RunFilter{WorkflowID: "wf", State: "S", Limit: 50}, "runs_list_workflow_state"},
+		{"derived status of one state", store.RunFilter{WorkflowID: "wf", State: "S", Override: &derived, Limit: 50}, "runs_list_workflow_state"},
+	}
 }

@@ -36,16 +36,26 @@ func runSize(r store.Run) int {
 // a run in the same bucket happened meanwhile (gens), so a value read just
 // before a commit can never be kept after it. Creating runs does not fill
 // the cache; reading them does.
+//
+// A kept run also keeps its row's rowid, which never changes while the
+// store is open (nothing here renumbers rows: no VACUUM), so that a commit
+// finds the row without a walk of the id index.
 type runCache struct {
 	mu    sync.Mutex
-	runs  map[string]store.Run
+	runs  map[string]cachedRun
 	bytes int          // runSize of the kept runs
 	gens  [1024]uint64 // commits per bucket of run ids
 	seed  maphash.Seed
 }
 
+// cachedRun is a kept run and its row's rowid.
+type cachedRun struct {
+	run   store.Run
+	rowid int64
+}
+
 func newRunCache() *runCache {
-	return &runCache{runs: map[string]store.Run{}, seed: maphash.MakeSeed()}
+	return &runCache{runs: map[string]cachedRun{}, seed: maphash.MakeSeed()}
 }
 
 func (c *runCache) bucket(id string) int {
@@ -59,26 +69,33 @@ func (c *runCache) get(id string) (store.Run, bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.runs[id]
-	return r, ok, c.gens[b]
+	return r.run, ok, c.gens[b]
 }
 
-// fill keeps r, read from the database, unless a commit in its bucket
-// happened since gen was read.
-func (c *runCache) fill(r store.Run, gen uint64) {
+// rowid returns the rowid of run id's row, or 0 when the run is not kept.
+func (c *runCache) rowid(id string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[id].rowid
+}
+
+// fill keeps r, read from the database in the row rowid, unless a commit
+// in its bucket happened since gen was read.
+func (c *runCache) fill(r store.Run, rowid int64, gen uint64) {
 	b := c.bucket(r.ID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gens[b] != gen {
 		return
 	}
-	c.put(r)
+	c.put(r, rowid)
 }
 
 // put keeps r, making room first when a bound would be passed. Runs too
 // large to keep are forgotten instead. The caller holds mu.
-func (c *runCache) put(r store.Run) {
+func (c *runCache) put(r store.Run, rowid int64) {
 	if old, ok := c.runs[r.ID]; ok {
-		c.bytes -= runSize(old)
+		c.bytes -= runSize(old.run)
 		delete(c.runs, r.ID)
 	}
 	size := runSize(r)
@@ -88,13 +105,13 @@ func (c *runCache) put(r store.Run) {
 	if len(c.runs) >= maxCachedRuns || c.bytes+size > maxCachedBytes {
 		for id, old := range c.runs { // drop about half, whichever come first
 			delete(c.runs, id)
-			c.bytes -= runSize(old)
+			c.bytes -= runSize(old.run)
 			if len(c.runs) < maxCachedRuns/2 && c.bytes < maxCachedBytes/2 {
 				break
 			}
 		}
 	}
-	c.runs[r.ID] = r
+	c.runs[r.ID] = cachedRun{run: r, rowid: rowid}
 	c.bytes += size
 }
 
@@ -111,8 +128,8 @@ func (c *runCache) committed(id string, r store.Run, deleted bool) {
 	}
 	if deleted {
 		delete(c.runs, id)
-		c.bytes -= runSize(old)
+		c.bytes -= runSize(old.run)
 		return
 	}
-	c.put(r)
+	c.put(r, old.rowid)
 }

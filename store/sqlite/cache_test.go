@@ -16,13 +16,13 @@ func TestRunCacheNeverKeepsAValueOlderThanACommit(t *testing.T) {
 		t.Fatal("empty cache hit")
 	}
 	c.committed("a", store.Run{ID: "a", Version: 2}, false) // commit lands between the read and the fill
-	c.fill(store.Run{ID: "a", Version: 1}, gen)
+	c.fill(store.Run{ID: "a", Version: 1}, 1, gen)
 	if r, ok, _ := c.get("a"); ok {
 		t.Fatalf("kept version %d read before a later commit", r.Version)
 	}
 
 	_, _, gen = c.get("a")
-	c.fill(store.Run{ID: "a", Version: 2}, gen)
+	c.fill(store.Run{ID: "a", Version: 2}, 1, gen)
 	if r, ok, _ := c.get("a"); !ok || r.Version != 2 {
 		t.Fatalf("fill without a commit in between: %v %v", r, ok)
 	}
@@ -47,7 +47,7 @@ func TestRunCacheIsBounded(t *testing.T) {
 		t.Helper()
 		sum := 0
 		for _, r := range c.runs {
-			sum += runSize(r)
+			sum += runSize(r.run)
 		}
 		if n := len(c.runs); n > maxCachedRuns || n == 0 || sum != c.bytes || c.bytes > maxCachedBytes {
 			t.Fatalf("%d runs, %d bytes kept (counted %d); bounds %d runs, %d bytes", n, sum, c.bytes, maxCachedRuns, maxCachedBytes)
@@ -56,19 +56,19 @@ func TestRunCacheIsBounded(t *testing.T) {
 	for i := range 2 * maxCachedRuns {
 		id := strconv.Itoa(i)
 		_, _, gen := c.get(id)
-		c.fill(store.Run{ID: id, Version: 1}, gen)
+		c.fill(store.Run{ID: id, Version: 1}, int64(i+1), gen)
 	}
 	check()
 	data := make([]byte, 100<<10)
 	for i := range 2 * maxCachedBytes / len(data) {
 		id := "big" + strconv.Itoa(i)
 		_, _, gen := c.get(id)
-		c.fill(store.Run{ID: id, Version: 1, Snapshot: store.Snapshot{Data: data}}, gen)
+		c.fill(store.Run{ID: id, Version: 1, Snapshot: store.Snapshot{Data: data}}, int64(i+1), gen)
 		c.committed(id, store.Run{ID: id, Version: 2, Snapshot: store.Snapshot{Data: data[:len(data)/2]}}, false)
 	}
 	check()
 	_, _, gen := c.get("huge")
-	c.fill(store.Run{ID: "huge", Snapshot: store.Snapshot{Data: make([]byte, maxCachedRun)}}, gen)
+	c.fill(store.Run{ID: "huge", Snapshot: store.Snapshot{Data: make([]byte, maxCachedRun)}}, 1, gen)
 	if _, ok, _ := c.get("huge"); ok {
 		t.Fatal("kept a run larger than maxCachedRun")
 	}

@@ -61,3 +61,16 @@ func TestReplayAndHeadUseIndexes(t *testing.T) {
 		t.Fatalf("plan of the head lookup: %s", p)
 	}
 }
+
+// A commit of a kept run finds its row by rowid, not through the id index
+// (a walk as deep as the runs are many).
+func TestCommitFindsTheRowByRowid(t *testing.T) {
+	args := []any{"S", "", "{}", "[]", "", 2, 5, "r", 1, 0, 0, "v", 7}
+	p := queryPlan(t, updateRunAt, args...)
+	if !strings.Contains(p, "INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(p, "sqlite_autoindex_runs") {
+		t.Fatalf("plan of the commit by rowid: %s", p)
+	}
+	if p := queryPlan(t, updateRun, args[:12]...); !strings.Contains(p, "sqlite_autoindex_runs_1 (id=?)") {
+		t.Fatalf("plan of the commit by id: %s", p)
+	}
+}

@@ -78,26 +78,23 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
 		}
-		return s.applyRest(tx, c)
+		return s.applyRest(tx, c, 0)
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
 }
 
-// applyRest writes the commit's event and task changes. The runs row is
-// written first (its patch_bytes says whether the event is kept whole: 0),
-// so the event is inserted from it.
-func (s *Store) applyRest(tx wtx, c store.Commit) error {
+// applyRest writes the commit's event and task changes. patchBytes is the
+// run's patch_bytes once its row is written: 0 keeps the event whole.
+func (s *Store) applyRest(tx wtx, c store.Commit, patchBytes int64) error {
 	e := c.Event
+	data, ms, patch := dataText(e.Data), milestonesJSON(e.Milestones), ""
+	if patchBytes != 0 {
+		data, ms, patch = "", milestonesJSON(e.Added), string(e.Patch)
+	}
 	if _, err := tx.Exec(`INSERT INTO events (run_id, seq, time, kind, action, from_state, to_state, actor, state, status, error,
 			data, milestones, patch, offered, workflow_version, reason)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
-			CASE WHEN r.patch_bytes = 0 THEN ?12 ELSE '' END,
-			CASE WHEN r.patch_bytes = 0 THEN ?13 ELSE ?14 END,
-			CASE WHEN r.patch_bytes = 0 THEN '' ELSE ?15 END,
-			?16, ?17, ?18
-		FROM runs r WHERE r.id = ?1`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.RunID, e.Seq, nanos(e.Time), e.Kind, e.Action, e.From, e.To, e.Actor, e.State, e.Status, e.Error,
-		dataText(e.Data), milestonesJSON(e.Milestones), milestonesJSON(e.Added), string(e.Patch),
-		offeredJSON(e.Offered), e.WorkflowVersion, e.Reason); err != nil {
+		data, ms, patch, offeredJSON(e.Offered), e.WorkflowVersion, e.Reason); err != nil {
 		return fmt.Errorf("sqlite: insert event: %w", err)
 	}
 	if c.Complete != "" {
@@ -163,20 +160,31 @@ func scanRun(sc scanner) (store.Run, error) {
 	return r, nil
 }
 
+// rowidScanner reads a row's rowid, then the columns scanRun reads.
+type rowidScanner struct {
+	sc    scanner
+	rowid *int64
+}
+
+func (r rowidScanner) Scan(dest ...any) error {
+	return r.sc.Scan(append([]any{r.rowid}, dest...)...)
+}
+
 // GetRun implements store.RunStore.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	r, ok, gen := s.runs.get(id)
 	if ok {
 		return r, nil
 	}
-	r, err := scanRun(s.queryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	var rowid int64
+	r, err := scanRun(rowidScanner{s.queryRow(ctx, `SELECT rowid, `+runCols+` FROM runs WHERE id = ?`, id), &rowid})
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("sqlite: get run: %w", err)
 	}
-	s.runs.fill(r, gen)
+	s.runs.fill(r, rowid, gen)
 	return r, nil
 }
 
@@ -250,15 +258,22 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
-		res, err := tx.Exec(`UPDATE runs SET state = ?1, status = ?2, data = ?3, milestones = ?4, error = ?5, version = ?6, updated_at = ?7,
-			patch_bytes = CASE WHEN ?10 < 0 OR patch_bytes + ?10 > ?11 THEN 0 ELSE patch_bytes + ?10 END, workflow_version = ?12
-			WHERE id = ?8 AND version = ?9`,
-			r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.ID, expected,
-			patchLen(&c.Event), store.WholeBound(len(c.Event.Data)), r.WorkflowVersion)
-		if err != nil {
-			return fmt.Errorf("sqlite: update run: %w", err)
+		args := []any{r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.ID, expected,
+			patchLen(&c.Event), store.WholeBound(len(c.Event.Data)), r.WorkflowVersion}
+		// Most commits keep the run's workflow version, and their run was
+		// just read (kept with its rowid): updateRunAt finds the row by
+		// rowid, not through the id index, and leaves workflow_version
+		// (and its index) alone. A commit that changes the version, or
+		// of a run not kept, takes updateRun.
+		var patchBytes int64
+		err := sql.ErrNoRows
+		if rowid := s.runs.rowid(r.ID); rowid != 0 {
+			err = tx.QueryRow(updateRunAt, append(args, rowid)...).Scan(&patchBytes)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRow(updateRun, args...).Scan(&patchBytes)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
 			var v int64
 			err := tx.QueryRow(`SELECT version FROM runs WHERE id = ?`, r.ID).Scan(&v)
 			if errors.Is(err, sql.ErrNoRows) {
@@ -266,9 +281,28 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 			}
 			return fmt.Errorf("sqlite: run %s at version %d, expected %d: %w", r.ID, v, expected, store.ErrConflict)
 		}
-		return s.applyRest(tx, c)
+		if err != nil {
+			return fmt.Errorf("sqlite: update run: %w", err)
+		}
+		return s.applyRest(tx, c, patchBytes)
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
+
+// updateRunAt writes a commit's run in the row of rowid ?13 when it is
+// still the run's (id ?8) at the version expected (?9) with the same
+// workflow version (?12), and returns the run's new patch_bytes (whether
+// the commit's event is kept whole: 0). SQLite rewrites the entries of
+// the runs table's indexes that hold a column set here, whatever the
+// value: leaving workflow_version out keeps runs_workflow_version (the
+// deepest of them) out of every ordinary transition.
+const updateRunAt = `UPDATE runs SET state = ?1, status = ?2, data = ?3, milestones = ?4, error = ?5, version = ?6, updated_at = ?7,
+	patch_bytes = CASE WHEN ?10 < 0 OR patch_bytes + ?10 > ?11 THEN 0 ELSE patch_bytes + ?10 END
+	WHERE rowid = ?13 AND id = ?8 AND version = ?9 AND workflow_version = ?12 RETURNING patch_bytes`
+
+// updateRun is updateRunAt for any commit, the row found by id.
+const updateRun = `UPDATE runs SET state = ?1, status = ?2, data = ?3, milestones = ?4, error = ?5, version = ?6, updated_at = ?7,
+	patch_bytes = CASE WHEN ?10 < 0 OR patch_bytes + ?10 > ?11 THEN 0 ELSE patch_bytes + ?10 END, workflow_version = ?12
+	WHERE id = ?8 AND version = ?9 RETURNING patch_bytes`
 
 // Events implements store.RunStore. It reads from the last whole event at
 // or before after+1 (index events_whole), folding the deltas up to the

@@ -149,30 +149,3 @@ func testListRunsPaging(t *testing.T, s store.RunStore) {
 		}
 	}
 }
-
-// ListIndexCase is one filter of a run list and the index (of the SQL
-// backends, which share their index names) that must serve it in the
-// list's order.
-type ListIndexCase struct {
-	Name   string
-	Filter store.RunFilter
-	Index  string
-}
-
-// ListIndexCases are the run-list filters the SQL backends' plan tests
-// hold to an index each: every filter GET /runs makes.
-func ListIndexCases() []ListIndexCase {
-	processing, derived := "processing", ""
-	cursor := store.RunCursor{UpdatedAt: time.Unix(100, 0), ID: "x"}
-	return []ListIndexCase{
-		{"unfiltered", store.RunFilter{Limit: 50}, "runs_updated"},
-		{"updated after", store.RunFilter{UpdatedAfter: time.Unix(5, 0), Limit: 50}, "runs_updated"},
-		{"next page", store.RunFilter{Before: cursor, Limit: 50}, "runs_updated"},
-		{"workflow", store.RunFilter{WorkflowID: "wf", Limit: 50}, "runs_list_workflow"},
-		{"workflow, next page", store.RunFilter{WorkflowID: "wf", Before: cursor, Limit: 50}, "runs_list_workflow"},
-		{"state", store.RunFilter{State: "S", Limit: 50}, "runs_list_state"},
-		{"status override", store.RunFilter{Override: &processing, Limit: 50}, "runs_list_status"},
-		{"workflow and state", store.RunFilter{WorkflowID: "wf", State: "S", Limit: 50}, "runs_list_workflow_state"},
-		{"derived status of one state", store.RunFilter{WorkflowID: "wf", State: "S", Override: &derived, Limit: 50}, "runs_list_workflow_state"},
-	}
-}
