@@ -1,12 +1,17 @@
-// Package gctune gives a long-running server's garbage collector a heap
-// floor: while the live heap is small, collections wait until the heap has
-// grown by a fixed amount instead of doubling, so a server holding a few
-// megabytes does not collect hundreds of times a second under load; once
-// the live heap is large, GOGC's usual doubling applies unchanged.
+// Package gctune sizes a long-running server's collection cycles by the
+// work a collection does, not by the heap's size. Go's GOGC lets the heap
+// grow by GOGC% of the live heap between collections, so a server holding
+// a large heap of pointer-free data (encoded runs in byte arenas, which
+// the collector never scans) collects rarely but lets each cycle's new
+// objects spread over hundreds of megabytes of cold memory; a small heap,
+// the other way round, is collected hundreds of times a second. The tuner
+// lets the heap grow by GOGC% of what a collection scans (the scannable
+// heap, stacks and globals), but never less than half the floor, and
+// never collects below the floor: cycles cost about the same whatever the
+// pointer-free data held, and new objects stay in memory the caches hold.
 //
 // Go has no setting for this. A tuner does it: after every collection it
-// reads the live heap and sets the GC percentage so that the next
-// collection's goal is max(what GOGC alone gives, floor).
+// reads the heap and sets the GC percentage that gives that goal.
 package gctune
 
 import (
@@ -17,23 +22,29 @@ import (
 	"sync/atomic"
 )
 
-// Percent returns the GC percentage that puts the next collection's goal
-// at max(live + scanned × base/100, floor), for a live heap of live bytes
-// and scanned bytes the percentage applies to (the live heap plus
-// goroutine stacks and globals, as the runtime counts them). A live heap
-// of 0 means unknown (no collection has run yet): base, so that the first
-// collection comes as usual and tells the size.
-func Percent(live, scanned, floor uint64, base int) int {
-	if scanned < live {
-		scanned = live
-	}
-	if live == 0 || live+scanned*uint64(base)/100 >= floor {
+// Percent returns the GC percentage whose next goal is live + headroom,
+// headroom = max(scan × base/100, floor − live, floor/2), for a live heap
+// of live bytes of which scan bytes are scannable, and roots bytes of
+// goroutine stacks and globals (the runtime applies the percentage to
+// live + roots). scan counts roots too when given as scannable heap +
+// roots. A live heap of 0 means unknown (no collection has run yet):
+// base, so that the first collection comes as usual and tells the size.
+func Percent(live, scan, roots, floor uint64, base int) int {
+	if live == 0 {
 		return base
 	}
-	p := (floor - live) * 100 / scanned
+	head := scan * uint64(base) / 100
+	if floor > live {
+		head = max(head, floor-live)
+	}
+	head = max(head, floor/2)
+	p := head * 100 / (live + roots)
 	const most = 1 << 20
-	if p > most {
+	switch {
+	case p > most:
 		return most
+	case p < 1:
+		return 1 // 0 would collect without pause
 	}
 	return int(p)
 }
@@ -52,7 +63,7 @@ type Tuner struct {
 // GC percentage in force (GOGC; 100 by default). Stop restores base.
 func Start(floor uint64, base int) *Tuner {
 	t := &Tuner{floor: floor, base: base, last: base, sample: []metrics.Sample{
-		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}}
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}, {Name: "/gc/scan/heap:bytes"}}}
 	t.adjust()
 	t.arm()
 	return t
@@ -75,13 +86,14 @@ func (t *Tuner) adjust() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	metrics.Read(t.sample)
-	var v [3]uint64
+	var v [4]uint64
 	for i, s := range t.sample {
 		if s.Value.Kind() == metrics.KindUint64 {
 			v[i] = s.Value.Uint64()
 		}
 	}
-	if p := Percent(v[0], v[0]+v[1]+v[2], t.floor, t.base); p != t.last {
+	live, roots, scan := v[0], v[1]+v[2], min(v[3], v[0])+v[1]+v[2]
+	if p := Percent(live, scan, roots, t.floor, t.base); p != t.last {
 		debug.SetGCPercent(p)
 		t.last = p
 	}
