@@ -3,35 +3,22 @@ package memstore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/storetest"
 )
 
 // model is what the store must hold: every run by id, as last written.
 type model map[string]store.Run
 
-// brute returns what ListRuns(f) must return, by sorting every run.
+// list returns what ListRuns(f) must return (storetest.WantList).
 func (m model) list(f store.RunFilter) []string {
-	var sel []store.Run
-	for _, r := range m {
-		if f.Matches(r) && (f.Before.IsZero() || store.NewerFirst(f.Before, store.CursorOf(r))) {
-			sel = append(sel, r)
-		}
-	}
-	slices.SortFunc(sel, func(a, b store.Run) int {
-		if store.NewerFirst(store.CursorOf(a), store.CursorOf(b)) {
-			return -1
-		}
-		return 1
-	})
-	if f.Limit > 0 && len(sel) > f.Limit {
-		sel = sel[:f.Limit]
-	}
-	return ids(sel)
+	return storetest.WantList(slices.Collect(maps.Values(m)), f)
 }
 
 // stale returns what StaleRuns must return, by sorting every run.

@@ -42,8 +42,10 @@ func listFixture(t *testing.T, s store.RunStore) []store.Run {
 	return out
 }
 
-// want is what ListRuns(f) must return from runs, by the contract's meaning.
-func wantList(runs []store.Run, f store.RunFilter) []string {
+// WantList is what ListRuns(f) must return, by the contract's meaning,
+// from a store holding runs: their ids, newest first. A backend's own
+// tests compare against it.
+func WantList(runs []store.Run, f store.RunFilter) []string {
 	var sel []store.Run
 	for _, r := range runs {
 		if f.Matches(r) && (f.Before.IsZero() || store.NewerFirst(f.Before, store.CursorOf(r))) {
@@ -95,7 +97,7 @@ func testListRunsFilters(t *testing.T, s store.RunStore) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want := wantList(runs, f); !slices.Equal(runIDs(got), want) {
+		if want := WantList(runs, f); !slices.Equal(runIDs(got), want) {
 			t.Errorf("%s: ListRuns = %v, want %v", name, runIDs(got), want)
 		}
 	}
@@ -121,7 +123,7 @@ func testListRunsPaging(t *testing.T, s store.RunStore) {
 	}
 	runs[0], _ = s.GetRun(ctx(), moved.ID)
 	for _, f := range []store.RunFilter{{}, {WorkflowID: "wf-a"}, {State: "WAIT"}} {
-		want := wantList(runs, f)
+		want := WantList(runs, f)
 		if f.WorkflowID == "" && want[0] != runs[0].ID {
 			t.Fatalf("the changed run %s is not first: %v", runs[0].ID, want)
 		}
