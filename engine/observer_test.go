@@ -85,7 +85,6 @@ func TestObserversHearCommittedChanges(t *testing.T) {
 // A background task that fails the run is reported as a change of kind
 // failed.
 func TestObserverHearsFailedTasks(t *testing.T) {
-	ctx := context.Background()
 	b := workflow.New("fail-v1", "READY")
 	b.State("READY").Hint("Go.")
 	b.State("WORK").Hint("Working.").Task(func(context.Context, *workflow.TaskContext) (string, error) {
@@ -99,15 +98,7 @@ func TestObserverHearsFailedTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	workers := e.StartWorkers(&engine.WorkerOptions{Workers: 1, Poll: 10 * time.Millisecond})
-	defer workers.Stop(time.Second)
-	r, err := e.StartRun(ctx, "", nil, engine.StartOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Transition(ctx, r.ID, "go", nil, engine.TransitionOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	startWorking(t, e, "", "go")
 	want := []string{"fail-v1 created ", "fail-v1 transition go", "fail-v1 " + store.EventFailed + " "}
 	for range want {
 		select {

@@ -148,21 +148,30 @@ func TestRunAboveTheBoundStaysReadable(t *testing.T) {
 // failure action fires, the result is not kept, and the reason names
 // the limit.
 func TestTaskResultIsBounded(t *testing.T) {
-	ctx := context.Background()
 	e := notesEngine(t, memstore.New(), 1000, strings.Repeat("r", 2000))
-	workers := e.StartWorkers(&engine.WorkerOptions{Workers: 1, Poll: 10 * time.Millisecond})
-	defer workers.Stop(time.Second)
-	r, err := e.StartRun(ctx, "notes-v1", nil, engine.StartOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Transition(ctx, r.ID, "work", nil, engine.TransitionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	got := taskDone(t, e, r.ID)
+	got := taskDone(t, e, startWorking(t, e, "notes-v1", "work"))
 	if got.State != "FAILED" || got.Data["result"] != nil || !strings.Contains(got.Snapshot.Error, "--max-run-data") {
 		t.Fatalf("state %s, data %v, error %q: want FAILED without the result, the reason naming the limit", got.State, got.Data, got.Snapshot.Error)
 	}
+}
+
+// startWorking starts task workers on e until the test ends, starts a run
+// of workflowID and fires action ("" = none) to reach its task; it
+// returns the run's id.
+func startWorking(t *testing.T, e *engine.Engine, workflowID, action string) string {
+	t.Helper()
+	workers := e.StartWorkers(&engine.WorkerOptions{Workers: 1, Poll: 10 * time.Millisecond})
+	t.Cleanup(func() { workers.Stop(time.Second) })
+	r, err := e.StartRun(context.Background(), workflowID, nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if action != "" {
+		if _, err := e.Transition(context.Background(), r.ID, action, nil, engine.TransitionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r.ID
 }
 
 // taskDone waits until the run's task has ended (the run left WORK, or
@@ -187,7 +196,6 @@ func taskDone(t *testing.T, e *engine.Engine, id string) *engine.Run {
 
 // The stored reason of a failed task, which quotes its error, is bounded.
 func TestFailureReasonIsBounded(t *testing.T) {
-	ctx := context.Background()
 	w := workflow.New("fail-v1", "WORK")
 	w.State("WORK").Hint("Working.").Task(func(context.Context, *workflow.TaskContext) (string, error) {
 		return "", errors.New(strings.Repeat("e", 100_000))
@@ -198,13 +206,7 @@ func TestFailureReasonIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	workers := e.StartWorkers(&engine.WorkerOptions{Workers: 1, Poll: 10 * time.Millisecond})
-	defer workers.Stop(time.Second)
-	r, err := e.StartRun(ctx, "", nil, engine.StartOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := taskDone(t, e, r.ID)
+	got := taskDone(t, e, startWorking(t, e, "", ""))
 	if n := len(got.Snapshot.Error); got.Snapshot.Status != protocol.StatusFailed || n > 4100 || !strings.HasPrefix(got.Snapshot.Error, "The background task of state WORK failed: eee") {
 		t.Fatalf("status %s, stored reason of %d bytes: %.80q", got.Snapshot.Status, n, got.Snapshot.Error)
 	}
