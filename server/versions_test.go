@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -331,4 +332,57 @@ func twoVersions(t *testing.T, src1, src2 []byte) (v1, v2 *workflow.Definition, 
 		t.Fatal(err)
 	}
 	return v1, v2, st, old
+}
+
+// A page merges its filters' runs only as far as every filter has been
+// read: here the first store reads of PARKED hold only v1 runs (completed,
+// dropped), and the active v2 run behind them is newer than the INITIAL
+// run the other filter gave, so it must come first, not be skipped.
+func TestListRunsMergesOnlyWhatEveryFilterRead(t *testing.T) {
+	src := func(more string) []byte {
+		return []byte("workflow_id: park-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, PARKED: {}, DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: park, to: PARKED}" + more + "]\n")
+	}
+	_, v2, st, e1 := twoVersions(t, src(""), src(", {from: PARKED, action: resume, to: DONE}"))
+	ctx := t.Context()
+	initial, err := e1.StartRun(ctx, "", nil, engine.StartOptions{}) // the oldest: active in INITIAL
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, setup{defs: []*workflow.Definition{v2}, newStor: func(*testing.T) storeT { return st }})
+	parked := frame(t, e.do("POST", "/runs", map[string]any{"workflow_id": "park-v1"}), 201).RunID
+	frame(t, e.do("POST", "/runs/"+parked+"/transitions/park", nil), 200) // active in v2
+	for range 2 { // the newest: v1 runs in PARKED, completed
+		r, err := e1.StartRun(ctx, "", nil, engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e1.Transition(ctx, r.ID, "park", nil, engine.TransitionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	cursor := ""
+	for range 10 {
+		r := e.do("GET", "/runs?status=active&limit=1"+cursor, nil)
+		var page struct {
+			Runs []struct {
+				RunID string `json:"run_id"`
+			} `json:"runs"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if r.status != 200 || json.Unmarshal(r.body, &page) != nil {
+			t.Fatalf("GET /runs: %d %s", r.status, r.body)
+		}
+		for _, lr := range page.Runs {
+			got = append(got, lr.RunID)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = "&cursor=" + *page.NextCursor
+	}
+	if want := []string{parked, initial.ID}; !slices.Equal(got, want) {
+		t.Fatalf("status=active, one run a page: %v, want %v (newest first)", got, want)
+	}
 }
