@@ -352,7 +352,8 @@ func TestListRunsMergesOnlyWhatEveryFilterRead(t *testing.T) {
 	e := start(t, setup{defs: []*workflow.Definition{v2}, newStor: func(*testing.T) storeT { return st }})
 	parked := frame(t, e.do("POST", "/runs", map[string]any{"workflow_id": "park-v1"}), 201).RunID
 	frame(t, e.do("POST", "/runs/"+parked+"/transitions/park", nil), 200) // active in v2
-	for range 2 {                                                         // the newest: v1 runs in PARKED, completed
+	// The newest: v1 runs in PARKED, completed.
+	for range 2 {
 		r, err := e1.StartRun(ctx, "", nil, engine.StartOptions{})
 		if err != nil {
 			t.Fatal(err)
