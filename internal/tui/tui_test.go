@@ -138,7 +138,7 @@ func TestArrowsAndStreamUpdates(t *testing.T) {
 			tm.Send(key(tea.KeyDown))
 			screen(t, tm, "> 2. No, cancel")
 			tm.Send(key(tea.KeyEnter))
-			screen(t, tm, "Run completed", "State:  CANCELLED", "Configuration cancelled.")
+			screen(t, tm, "Run completed", "State:  CANCELLED", "Configuration cancelled.", "enter or q to exit")
 			tm.Type("q")
 			if r := finalResult(t, tm); r.State != "CANCELLED" {
 				t.Fatalf("result = %+v", r)
@@ -187,7 +187,7 @@ func TestExpenseWithProgressAndErrors(t *testing.T) {
 			screen(t, tm, "Review the claim", "1. Approve [a]", "2. Reject [r] reason (string) critical", "Milestones: [ok] Claim submitted")
 			tm.Type("a")
 			screen(t, tm, "PAYING", "Reserving funds", "%")
-			screen(t, tm, "Run completed", "State:  PAID", "Claim submitted -> Claim approved -> Paid")
+			screen(t, tm, "Run completed", "State:  PAID", "Claim submitted -> Claim approved -> Paid", "enter or q to exit")
 			tm.Send(key(tea.KeyEnter))
 			if r := finalResult(t, tm); r.State != "PAID" {
 				t.Fatalf("result = %+v", r)
@@ -319,7 +319,7 @@ func TestCriticalActionAsksFirst(t *testing.T) {
 			tm.Send(key(tea.KeyEnter)) // the form kept the reason: ask again
 			screen(t, tm, "is marked critical. Send it?")
 			tm.Type("y")
-			screen(t, tm, "State:  REJECTED")
+			screen(t, tm, "State:  REJECTED", "enter or q to exit")
 			tm.Send(key(tea.KeyEnter))
 			if r := finalResult(t, tm); r.State != "REJECTED" {
 				t.Fatalf("result = %+v", r)
@@ -387,7 +387,7 @@ transitions:
 		t.Fatalf("a leftover input label is shown under the options:\n%s", shown)
 	}
 	tm.Type("a")
-	screen(t, tm, "State:  OK")
+	screen(t, tm, "State:  OK", "enter or q to exit")
 	tm.Send(key(tea.KeyEnter))
 	if r := finalResult(t, tm); r.State != "OK" {
 		t.Fatalf("result = %+v", r)

@@ -235,7 +235,10 @@ func (m *Model) viewDone(b *strings.Builder, g glyphs) {
 	if m.notice != "" {
 		fmt.Fprintf(b, "\n%s\n", styles.dim.Render(m.notice))
 	}
-	fmt.Fprintf(b, "\n%s\n", styles.dim.Render("enter or q to exit"))
+	if m.settling == 0 {
+		// Shown once keys act on this screen: one typed before it is dropped.
+		fmt.Fprintf(b, "\n%s\n", styles.dim.Render("enter or q to exit"))
+	}
 }
 
 func sortedKeys(m map[string]any) []string {
