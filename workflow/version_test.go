@@ -112,14 +112,27 @@ func TestVersionChangesWithTheDefinition(t *testing.T) {
 		"a resource file's content": {versionYAML, map[string]string{"guide.md": "# Guide\nRead me twice.\n", "review/SKILL.md": "# Reviewing\n"}},
 		"a skill file's content":    {versionYAML, map[string]string{"guide.md": "# Guide\nRead me.\n", "review/SKILL.md": "# Reviewing, v2\n"}},
 		"a constraint":              {strings.Replace(versionYAML, "n: int}", "n: {type: int, maximum: 10}}", 1), versionFiles},
-		"the order of transitions": {strings.Replace(strings.Replace(versionYAML,
-			"  - {from: DRAFT, action: submit, to: REVIEW, expects: {text: str, n: int}}\n", "", 1),
-			"transitions:\n", "transitions:\n  - {from: DRAFT, action: submit, to: REVIEW, expects: {text: str, n: int}}\n  - {from: DRAFT, action: skip, to: DONE}\n", 1), versionFiles},
+		"another transition": {strings.Replace(versionYAML, "transitions:\n", "transitions:\n  - {from: DRAFT, action: skip, to: DONE}\n", 1), versionFiles},
 	} {
 		d, _ := writeWorkflow(t, "wf.yaml", c.src, c.files)
 		if d.Version() == base.Version() {
 			t.Errorf("changing %s kept the version %s", name, d.Version())
 		}
+	}
+}
+
+// The order of a state's transitions is the order its actions are
+// offered in: swapping two changes the version.
+func TestVersionFollowsTheOrderOfTransitions(t *testing.T) {
+	submit := "  - {from: DRAFT, action: submit, to: REVIEW, expects: {text: str, n: int}}\n"
+	skip := "  - {from: DRAFT, action: skip, to: DONE}\n"
+	first, _ := writeWorkflow(t, "wf.yaml", strings.Replace(versionYAML, submit, submit+skip, 1), versionFiles)
+	second, _ := writeWorkflow(t, "wf.yaml", strings.Replace(versionYAML, submit, skip+submit, 1), versionFiles)
+	if first.Version() == second.Version() {
+		t.Fatalf("swapping two transitions of DRAFT kept the version %s", first.Version())
+	}
+	if a, b := first.From("DRAFT"), second.From("DRAFT"); len(a) != 2 || len(b) != 2 || a[0].Action != "submit" || b[0].Action != "skip" {
+		t.Fatalf("transitions of DRAFT: %v and %v", a, b)
 	}
 }
 

@@ -157,8 +157,35 @@ func renameScenario(t *testing.T, db string) {
 		t.Fatalf("finish after the migration: %+v", f)
 	}
 	out, err = exec.Command(binary, "workflows", "--server", p.url).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), v1) || !strings.Contains(string(out), v2) {
+	if err != nil || !strings.Contains(string(out), v1) || !strings.Contains(string(out), v2) || !strings.Contains(string(out), "rename-v1 (default)\n") {
 		t.Fatalf("asmp workflows: %v\n%s", err, out)
+	}
+	var listed []struct {
+		WorkflowID string `json:"workflow_id"`
+		Versions   []struct {
+			Version    string `json:"version"`
+			ActiveRuns int64  `json:"active_runs"`
+			Served     bool   `json:"served"`
+		} `json:"versions"`
+	}
+	out, err = exec.Command(binary, "workflows", "--server", p.url, "--json").Output()
+	if err != nil || json.Unmarshal(out, &listed) != nil || len(listed) != 1 || len(listed[0].Versions) != 2 ||
+		listed[0].Versions[0].Version != v2 || !listed[0].Versions[0].Served || listed[0].Versions[0].ActiveRuns != 1 ||
+		listed[0].Versions[1].Version != v1 || listed[0].Versions[1].Served || listed[0].Versions[1].ActiveRuns != 0 {
+		t.Fatalf("asmp workflows --json: %v\n%s", err, out)
+	}
+	p.kill()
+
+	// A rollback to the old file takes effect: new runs get v1 again.
+	os.WriteFile(wf, []byte(renameV1), 0o644)
+	os.WriteFile(guide, []byte("guide of B\n"), 0o644)
+	p = serve(t, "--db", db, wf)
+	back := start(p)
+	if f := frameOf(t, p.do("GET", "/runs/"+back, nil), 200); f.State != "B" || f.Links["workflow_version"].Version != v1 {
+		t.Fatalf("a new run after the rollback: %s on %s, want B on %s", f.State, f.Links["workflow_version"].Version, v1)
+	}
+	if f := frameOf(t, p.do("GET", "/runs/"+fresh, nil), 200); f.State != "B2" || f.Links["workflow_version"].Version != v2 {
+		t.Fatalf("the run of v2 after the rollback: %+v", f)
 	}
 }
 

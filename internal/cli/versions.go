@@ -68,7 +68,10 @@ func writeWorkflows(out io.Writer, ws []protocol.WorkflowInfo) {
 		if w.Default {
 			def = " (default)"
 		}
-		fmt.Fprintf(out, "%s%s: %s\n", w.WorkflowID, def, oneLine(w.Description, 100))
+		if w.Description != "" {
+			def += ": " + oneLine(w.Description, 100)
+		}
+		fmt.Fprintf(out, "%s%s\n", w.WorkflowID, def)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  VERSION\tFIRST SERVED\tACTIVE RUNS\t")
 		for _, v := range w.Versions {
