@@ -112,7 +112,7 @@ func TestVersionChangesWithTheDefinition(t *testing.T) {
 		"a resource file's content": {versionYAML, map[string]string{"guide.md": "# Guide\nRead me twice.\n", "review/SKILL.md": "# Reviewing\n"}},
 		"a skill file's content":    {versionYAML, map[string]string{"guide.md": "# Guide\nRead me.\n", "review/SKILL.md": "# Reviewing, v2\n"}},
 		"a constraint":              {strings.Replace(versionYAML, "n: int}", "n: {type: int, maximum: 10}}", 1), versionFiles},
-		"another transition": {strings.Replace(versionYAML, "transitions:\n", "transitions:\n  - {from: DRAFT, action: skip, to: DONE}\n", 1), versionFiles},
+		"another transition":        {strings.Replace(versionYAML, "transitions:\n", "transitions:\n  - {from: DRAFT, action: skip, to: DONE}\n", 1), versionFiles},
 	} {
 		d, _ := writeWorkflow(t, "wf.yaml", c.src, c.files)
 		if d.Version() == base.Version() {
