@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
@@ -110,14 +113,27 @@ func (s *Server) routes() {
 		}})
 	s.edge.Mount(s.opts.API)
 	if s.opts.MCP != nil {
-		s.edge.Mount(mcpAPI(s.opts.MCP(s)))
+		s.edge.Mount(mcpAPI(s.opts.MCP(s), s.opts.MaxBody))
 	}
 }
 
 // mcpAPI serves h at /mcp: MCP's streamable HTTP transport answers GET
 // (its notification stream), POST (messages) and DELETE (end a session).
-func mcpAPI(h http.Handler) httpx.API {
+// A message body is read here first, so that one that is not UTF-8 is
+// refused like any other body (the SDK's decoder would replace the
+// invalid bytes silently).
+func mcpAPI(h http.Handler, maxBody int64) httpx.API {
 	serve := func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method == http.MethodPost {
+			b, err := httpx.ReadBody(w, r, maxBody)
+			if err != nil {
+				return err
+			}
+			if !utf8.Valid(b) {
+				return protocol.Errorf(protocol.EInvalid, "The MCP message is not valid UTF-8; send UTF-8 JSON (invalid bytes are never replaced silently).")
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		}
 		h.ServeHTTP(w, r)
 		return nil
 	}

@@ -188,8 +188,10 @@ func TestEveryErrorIsJSON(t *testing.T) {
 		{"/runs/" + f.RunID + "/transitions/save", "{\"value\":\"bl\xffue\"}"},
 		{"/runs", "{\"data\":{\"a\":\"\xc3\x28\"}}"},
 		{"/api/dispatch", "{\"key\":\"note-1\",\"body\":{\"type\":\"note\",\"text\":\"\xff\"}}"},
+		{"/mcp", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bl\xffue\",\"version\":\"1\"}}}"},
 	} {
-		if h := errorOf(t, p.raw("POST", c.path, c.body, json...), 400); !strings.Contains(h, "UTF-8") {
+		// (Accept as an MCP client sends it; the other routes ignore it.)
+		if h := errorOf(t, p.raw("POST", c.path, c.body, append(json, "Accept", "application/json, text/event-stream")...), 400); !strings.Contains(h, "UTF-8") {
 			t.Fatalf("POST %s with invalid UTF-8: %q", c.path, h)
 		}
 	}
