@@ -417,7 +417,17 @@ func TestExecutedProgramsInheritOnlyStdio(t *testing.T) {
 		t.Skip("no /proc/self/fd here")
 	}
 	db := filepath.Join(t.TempDir(), "asmp.db")
-	p := serve(t, "--db", db, "--allow-exec", "--exec-allow", "ls", "--exec-dir", t.TempDir())
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", db, "--allow-exec", "--exec-allow", "ls", "--exec-dir", t.TempDir())
+	// A descriptor the server inherited without close-on-exec (as from a
+	// careless parent): the server closes it for what it executes.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	cmd.ExtraFiles = []*os.File{r}
+	p := serveCmd(t, cmd)
 	// Streams and a database in use: more descriptors open in the server.
 	jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "fds", "body": map[string]any{
 		"type": "directory_row", "command": "ls",

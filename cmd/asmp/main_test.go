@@ -72,7 +72,13 @@ var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 // serve starts the real binary on a free loopback port.
 func serve(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return serveCmd(t, exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...))
+}
+
+// serveCmd starts cmd, an `asmp serve` command the caller has set up, and
+// waits until it listens.
+func serveCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{t: t, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(p.stderr, pw)
