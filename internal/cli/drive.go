@@ -74,8 +74,8 @@ asks on a terminal, and otherwise stops and says that a person must confirm.
 The model endpoint is --llm-url, else $ASMP_LLM_URL (for Ollama:
 http://localhost:11434/v1), else https://api.openai.com/v1; the key is
 $ASMP_LLM_KEY, else $OPENAI_API_KEY (none for most local servers). The ASMP
-server is URL, else the --run's remembered server, else $ASMP_URL; its token
-is $ASMP_TOKEN. Keys and tokens are never printed or written.
+server is URL, else $ASMP_URL, else the --run's remembered server, else
+http://127.0.0.1:8000; its token is $ASMP_TOKEN. Keys and tokens are never printed or written.
 
 Exit status 0 when the run completed; 1 when it failed, the step budget ran
 out, a person must confirm, or the model stopped calling tools first.`,
@@ -136,17 +136,9 @@ func runDrive(ctx context.Context, env *Env, out io.Writer, args []string, o dri
 			server, o.runID = b, id
 		}
 	}
-	if server == "" && o.runID != "" {
-		if s, err := agentServerFor(env, "", o.runID); err == nil {
-			server = s
-		}
-	}
-	if server == "" {
-		server = getenv("ASMP_URL")
-	}
-	if server == "" {
-		return errors.New("no server: give its URL (asmp drive http://127.0.0.1:8000 --model …) or set ASMP_URL")
-	}
+	// The one rule of every client command: the URL, else $ASMP_URL, else
+	// the --run's remembered server, else the default.
+	server = serverFor(env, server, o.runID)
 	c, err := agentClient(env, server)
 	if err != nil {
 		return err

@@ -499,7 +499,6 @@ func TestDriveErrors(t *testing.T) {
 		{[]string{"drive", srv}, "no model: give --model"},
 		{[]string{"drive", srv, "--model", "m", "--max-steps", "0"}, "--max-steps 0"},
 		{[]string{"drive", srv, "--model", "m", "--run", "r", "--workflow", "w"}, "give one of them"},
-		{[]string{"drive", "--model", "m"}, "no server"},
 		{[]string{"drive", srv, "--model", "m", "--workflow", "nope-v1"}, "Workflow not found"},
 	} {
 		var out, errb bytes.Buffer
@@ -507,6 +506,15 @@ func TestDriveErrors(t *testing.T) {
 		code := cli.Main(context.Background(), c.args, &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string { return env[k] }})
 		if code != 1 || !strings.HasPrefix(errb.String(), "asmp: ") || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errb.String(), c.want)
+		}
+	}
+	// Without a URL, $ASMP_URL names the server (the rule of every client command).
+	{
+		var out, errb bytes.Buffer
+		env := map[string]string{"ASMP_LLM_URL": m.url, "ASMP_STATE_DIR": t.TempDir(), "ASMP_URL": srv}
+		code := cli.Main(context.Background(), []string{"drive", "--model", "m", "--workflow", "nope-v1"}, &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), Getenv: func(k string) string { return env[k] }})
+		if code != 1 || !strings.Contains(errb.String(), "Workflow not found") {
+			t.Errorf("drive with $ASMP_URL: exit %d, stderr %q", code, errb.String())
 		}
 	}
 	var out, errb bytes.Buffer
