@@ -309,6 +309,19 @@ func TestTransitionValidationOrder(t *testing.T) {
 	errorOf(t, p.raw("POST", tr("save"), `{"value": 3}`, append(json, "If-Match", first)...), 400)
 	errorOf(t, p.raw("POST", tr("save"), `{"value": "blue"}`, append(json, "If-Match", first)...), 409)
 	frameOf(t, p.raw("POST", tr("save"), `{"value": "blue"}`, json...), 200)
+
+	// A guard that refuses is a 403 too, before a bad body or a stale If-Match.
+	e := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"expense-approval-v1"}`, json...), 201)
+	submitted := frameOf(t, p.raw("POST", "/runs/"+e.RunID+"/transitions/submit", `{"amount": 99999, "description": "a car"}`, json...), 200)
+	if submitted.State != "REVIEW" {
+		t.Fatalf("submit: %+v", submitted)
+	}
+	for _, body := range []string{`[1]`, `{"amount": "x"}`} {
+		h := errorOf(t, p.raw("POST", "/runs/"+e.RunID+"/transitions/approve", body, append(json, "If-Match", first)...), 403)
+		if !strings.Contains(h, "escalate them to finance") {
+			t.Fatalf("guard refused, body %s: %q", body, h)
+		}
+	}
 }
 
 // A token with only dispatch cannot change what a workflow runs: its
