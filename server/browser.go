@@ -54,9 +54,10 @@ func CheckOrigin(o string) error {
 }
 
 // localHosts is the check of a server on loopback without a public URL:
-// the Host header must name the loopback interface (localhost, 127.0.0.1
-// or [::1], with any port), which stops DNS rebinding (a page whose own
-// name resolves to 127.0.0.1 sends that name as Host).
+// the Host header must name the loopback interface (localhost, or a
+// loopback address such as 127.0.0.1, 127.0.0.2 or [::1], with any port),
+// which stops DNS rebinding (a page whose own name resolves to 127.0.0.1
+// sends that name as Host; an address is no name a page can own).
 func localHosts(r *http.Request, _ *httpx.Route) error {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -64,12 +65,14 @@ func localHosts(r *http.Request, _ *httpx.Route) error {
 	} else {
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	}
-	switch strings.ToLower(host) {
-	case "localhost", "127.0.0.1", "::1":
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
 	return protocol.Errorf(protocol.EMisdirected,
-		"This server listens on loopback and answers to localhost, 127.0.0.1 and [::1] only, not to Host %q. Use one of those, or start it with --public-url naming the address clients use.",
+		"This server listens on loopback and answers to localhost and loopback addresses (127.0.0.1, [::1]) only, not to Host %q. Use one of those, or start it with --public-url naming the address clients use.",
 		protocol.Truncate(r.Host, 200))
 }
 

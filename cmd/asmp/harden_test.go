@@ -134,7 +134,10 @@ func TestBrowsersCannotDriveTheServer(t *testing.T) {
 		t.Fatalf("421 hint: %q", h)
 	}
 	errorOf(t, p.raw("GET", "/", "", "Host", rebound), 421)
-	for _, host := range []string{"localhost", "localhost:8000", "127.0.0.1:1", "[::1]:8000", "[::1]"} {
+	for _, host := range []string{"127.0.0.1.example", "localhost.example:8000", "10.0.0.1", "[::2]:8000"} {
+		errorOf(t, p.raw("GET", "/", "", "Host", host), 421)
+	}
+	for _, host := range []string{"localhost", "localhost:8000", "127.0.0.1:1", "127.0.0.2:8000", "[::1]:8000", "[::1]", "LOCALHOST"} {
 		frameOf(t, p.raw("GET", "/", "", "Host", host), 200)
 	}
 
