@@ -562,3 +562,33 @@ func TestMalformedExecution(t *testing.T) {
 	}
 	_ = protocol.EInvalid
 }
+
+// The executor creates each execution's directory relative to the
+// directory it opened at start: if that directory is later replaced by a
+// link to another one, nothing is created or run in the link's target.
+func TestRunDirFollowsNoSwappedLink(t *testing.T) {
+	base := t.TempDir()
+	dir, elsewhere := filepath.Join(base, "exec"), filepath.Join(base, "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger(t, &runner.Options{Allow: []string{"sh"}, Dir: dir})
+	l.row("sh", fmt.Sprintf(shRow, 10))
+	if rc := l.invoke("sh", map[string]any{"c": "pwd -P"}); rc.Outcome.Class != oip.OutcomeSucceeded || !strings.HasPrefix(rc.Outcome.Stdout.Text, dir+"/") {
+		t.Fatalf("before the swap: %+v", rc.Outcome)
+	}
+	// The swap: the opened directory moves away, a link takes its name.
+	if err := os.Rename(dir, dir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	rc := l.invoke("sh", map[string]any{"c": "pwd -P; touch here"})
+	if rc.Outcome.Class == oip.OutcomeSucceeded && strings.HasPrefix(rc.Outcome.Stdout.Text, elsewhere) {
+		t.Fatalf("the execution ran in the link's target: %+v", rc.Outcome)
+	}
+	if ents, err := os.ReadDir(elsewhere); err != nil || len(ents) != 0 {
+		t.Fatalf("the link's target holds %v (%v), want nothing", ents, err)
+	}
+}
