@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -533,6 +534,9 @@ func TestExecDirIsTheUsers(t *testing.T) {
 		os.Mkdir(theirs, 0o700)
 		os.Chown(theirs, 65534, 65534)
 		refused(theirs, "owned by uid 65534")
+	} else if st, err := os.Stat("/usr"); err == nil && st.Sys().(*syscall.Stat_t).Uid == 0 && st.Mode().Perm()&0o022 == 0 {
+		// Not root: a directory of root's is someone else's.
+		refused("/usr", "owned by uid 0")
 	}
 }
 
