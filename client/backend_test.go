@@ -258,10 +258,12 @@ func TestConfigWizardThroughResolve(t *testing.T) {
 	})
 }
 
+// equalJSON reports whether a and b encode to the same JSON; a value that
+// cannot be encoded equals nothing.
 func equalJSON(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
+	x, errX := json.Marshal(a)
+	y, errY := json.Marshal(b)
+	return errX == nil && errY == nil && string(x) == string(y)
 }
 
 // Every refusal keeps its status, code and the server's hint.

@@ -131,9 +131,13 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// equalJSONText reports whether v encodes to the JSON text want; a want
+// that is not JSON equals nothing.
 func equalJSONText(v any, want string) bool {
 	var w any
-	_ = jsonUnmarshal(want, &w)
+	if err := jsonUnmarshal(want, &w); err != nil {
+		return false
+	}
 	return equalJSON(v, w)
 }
 
