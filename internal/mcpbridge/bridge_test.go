@@ -566,31 +566,59 @@ func strs2(v any) []string {
 	return out
 }
 
-// A token holding exec runs the row (over stdio with --execute; at /mcp
-// because the principal holds exec and the server allows it).
+// Row tools execute as the token may, on both transports: a token holding
+// exec on a server with --allow-exec runs the row (stdio asks GET /whoami,
+// /mcp reads the session's principal); a dispatch-only token gets the
+// built command, not a refusal, and no refused attempt is recorded;
+// `asmp mcp --no-execute` only builds.
 func TestRowToolExecutes(t *testing.T) {
 	url := theServer(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			c := connect(t, tr.make(t, url, adminToken, "--execute"))
+			c := connect(t, tr.make(t, url, adminToken))
 			sc := c.ok("row_echo-v1", map[string]any{"words": []any{"hello", "mcp"}})
 			if sc["executed"] != true || sc["exit_code"] != 0.0 || sc["stdout"] != "hello mcp\n" {
 				t.Fatalf("executed row: %v", sc)
 			}
 			// The agent token lacks exec: the command is built, not run.
 			c = connect(t, tr.make(t, url, agentToken))
+			before := treeSize(t, url)
 			sc = c.ok("row_echo-v1", map[string]any{"words": []any{"hello"}})
-			if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" {
+			if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" || sc["outcome"] != nil {
 				t.Fatalf("built row: %v", sc)
 			}
+			if after := treeSize(t, url); after != before+1 {
+				t.Fatalf("the call appended %d ledger records, want 1 (the built invocation, no refused attempt before it)", after-before)
+			}
 			if tr.name == "stdio" {
-				// --execute with a token without exec: the server records
-				// the invocation as refused, the tool answers isError.
-				c = connect(t, tr.make(t, url, agentToken, "--execute"))
-				c.refused("row_echo-v1", map[string]any{"words": []any{"hello"}}, "exec")
+				c = connect(t, tr.make(t, url, adminToken, "--no-execute"))
+				sc = c.ok("row_echo-v1", map[string]any{"words": []any{"hello"}})
+				if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" || sc["outcome"] != nil {
+					t.Fatalf("--no-execute: %v", sc)
+				}
 			}
 		})
 	}
+}
+
+// treeSize reads the ledger's size from its signed checkpoint.
+func treeSize(t testing.TB, url string) int64 {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/api/ledger/checkpoint", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ck struct {
+		TreeSize int64 `json:"tree_size"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ck); err != nil || resp.StatusCode != 200 || ck.TreeSize == 0 {
+		t.Fatalf("checkpoint: %d %v %+v", resp.StatusCode, err, ck)
+	}
+	return ck.TreeSize
 }
 
 // A session belongs to the principal that created it: another token

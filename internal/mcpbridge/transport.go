@@ -28,6 +28,10 @@ func Serve(ctx context.Context, c *client.Client, opts *Options, poll time.Durat
 	w.start(ctx)
 	s := newSession(c, o, w)
 	defer s.close()
+	if o.Execute == nil {
+		s.gate = &execGate{c: c, log: o.Logger}
+		s.gate.read(ctx)
+	}
 	return s.srv.Run(ctx, t)
 }
 
@@ -95,9 +99,7 @@ type sessionKey struct{}
 // NewHandler returns the /mcp handler of target. Call Close when the
 // server stops.
 func NewHandler(target http.Handler, o HTTPOptions) *Handler {
-	execute := o.Execute
 	o.Options = o.Options.withDefaults()
-	o.Execute = execute // nil: decided per session
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
