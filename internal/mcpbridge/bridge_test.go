@@ -501,6 +501,8 @@ func TestScopesAndStaleTools(t *testing.T) {
 				t.Fatalf("get_run: %v", sc)
 			}
 			reader.refused("start", map[string]any{}, `"runs" scope`)
+			// A row tool records an invocation: it needs dispatch.
+			reader.refused("row_echo-v1", map[string]any{"words": []any{"hi"}}, `"dispatch" scope`)
 
 			// A tool of a run another client moved is refused with the
 			// hint, and the list follows the run.
@@ -627,26 +629,74 @@ func TestSessionBelongsToItsPrincipal(t *testing.T) {
 	url := theServer(t)
 	c := connect(t, transports[1].make(t, url, agentToken))
 	body := `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`
-	send := func(token string) int {
-		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+	send := func(token string) (int, http.Header, []byte) {
+		return postMCP(t, url, body, "Authorization", "Bearer "+token, "Mcp-Session-Id", c.cs.ID(),
+			"Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
+	}
+	status, hdr, b := send(readerToken)
+	if status != http.StatusForbidden {
+		t.Fatalf("another principal's request on the session: %d, want 403", status)
+	}
+	if h := jsonHint(t, hdr, b); !strings.Contains(h, "Mcp-Session-Id") {
+		t.Fatalf("the 403 hint does not say what to do: %q", h)
+	}
+	if status, _, _ := send(agentToken); status != http.StatusOK {
+		t.Fatalf("the owner's request on the session: %d, want 200", status)
+	}
+}
+
+// postMCP POSTs one MCP message to /mcp with the headers given (name,
+// value, ...) and answers the status, headers and body.
+func postMCP(t *testing.T, url, body string, headers ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// jsonHint checks that an error answer is the project's JSON error body
+// and returns its hint.
+func jsonHint(t *testing.T, hdr http.Header, body []byte) string {
+	t.Helper()
+	var m map[string]any
+	if hdr.Get("Content-Type") != "application/json" || json.Unmarshal(body, &m) != nil || m["error"] == nil {
+		t.Fatalf("not a JSON error body (%s): %s", hdr.Get("Content-Type"), body)
+	}
+	h, _ := m["hint"].(string)
+	if h == "" {
+		t.Fatalf("an error without a hint: %s", body)
+	}
+	return h
+}
+
+// A web page cannot reach /mcp: a POST with a foreign Origin is refused
+// at the edge with a JSON 403 whose hint names --allow-origin, before any
+// session is made.
+func TestMCPRefusesForeignOrigins(t *testing.T) {
+	url := theServer(t)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`
+	for _, hd := range [][]string{{"Origin", "http://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
+		status, hdr, b := postMCP(t, url, initialize, append([]string{"Authorization", "Bearer " + agentToken}, hd...)...)
+		if status != http.StatusForbidden || hdr.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("%v: %d (session %q), want 403", hd, status, hdr.Get("Mcp-Session-Id"))
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		if h := jsonHint(t, hdr, b); !strings.Contains(h, "--allow-origin") {
+			t.Fatalf("%v: the hint does not name --allow-origin: %q", hd, h)
+		}
 	}
-	if got := send(readerToken); got != http.StatusForbidden {
-		t.Fatalf("another principal's request on the session: %d, want 403", got)
-	}
-	if got := send(agentToken); got != http.StatusOK {
-		t.Fatalf("the owner's request on the session: %d, want 200", got)
+	// The same request without a foreign origin starts a session.
+	if status, hdr, b := postMCP(t, url, initialize, "Authorization", "Bearer "+agentToken); status != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d %s", status, b)
 	}
 }
 
@@ -677,14 +727,26 @@ func TestRowToolsWithoutExecution(t *testing.T) {
 	}
 }
 
-// --rows keeps only the rows whose key matches.
+// --rows (asmp mcp) and --mcp-rows (asmp serve, for /mcp) keep only the
+// rows whose key matches.
 func TestRowsGlob(t *testing.T) {
-	url := theServer(t)
-	c := connect(t, transports[0].make(t, url, agentToken, "--rows", "echo-*"))
-	tools := c.tools()
-	if tools["row_echo-v1"] == nil || tools["row_my-cli-tool-v1"] != nil {
-		t.Fatalf("with --rows echo-*: %v", slices.Sorted(maps.Keys(tools)))
+	check := func(t *testing.T, c *conn, flag string) {
+		t.Helper()
+		tools := c.tools()
+		if tools["row_echo-v1"] == nil || tools["row_my-cli-tool-v1"] != nil {
+			t.Fatalf("with %s echo-*: %v", flag, slices.Sorted(maps.Keys(tools)))
+		}
 	}
+	check(t, connect(t, transports[0].make(t, theServer(t), agentToken, "--rows", "echo-*")), "--rows")
+
+	url := serveOnce(t, "--mcp-poll", "100ms", "--mcp-rows", "echo-*")
+	httpDo(t, url, adminToken, "POST", "/api/dispatch", json.RawMessage(seedRow))
+	httpDo(t, url, adminToken, "POST", "/api/dispatch", json.RawMessage(echoRow))
+	c := connect(t, transports[1].make(t, url, agentToken))
+	for c.tools()["row_echo-v1"] == nil {
+		c.waitChanged("the echo row")
+	}
+	check(t, c, "--mcp-rows")
 }
 
 // A workflow's bounds on a field reach the host in the tool's input

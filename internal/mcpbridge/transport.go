@@ -14,6 +14,8 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/protocol"
 )
 
 // Serve runs one MCP session over t (for `asmp mcp`: &mcp.StdioTransport{})
@@ -135,7 +137,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		owner, known := h.owners[id]
 		h.mu.Unlock()
 		if known && owner != p.Name {
-			http.Error(w, "This MCP session belongs to another principal; start your own session.", http.StatusForbidden)
+			httpx.WriteError(w, nil, protocol.Errorf(protocol.EForbidden,
+				"This MCP session belongs to another principal: send no Mcp-Session-Id and initialize a session of your own."))
 			return
 		}
 		h.sdk.ServeHTTP(w, r)
