@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -47,6 +48,9 @@ Logs go to stderr; stdout carries only MCP messages.`,
 			log, err := newLogger(env, logLevel, "text")
 			if err != nil {
 				return err
+			}
+			if err := mcpbridge.CheckRows(rows); err != nil {
+				return fmt.Errorf("--rows: %w", err)
 			}
 			if server == "" {
 				server = agentGetenv(env)("ASMP_URL")

@@ -255,6 +255,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if !loopback && tokens.Len() == 0 && !f.insecure {
 		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Give it tokens (--token NAME=SECRET), listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
 	}
+	if err := mcpbridge.CheckRows(f.mcpRows); err != nil {
+		return fmt.Errorf("--mcp-rows: %w", err)
+	}
 	rateLimit := 0.0
 	switch f.rateLimit {
 	case "auto":

@@ -669,6 +669,15 @@ func (s *session) dynamicHandler(name string) mcp.ToolHandler {
 	})
 }
 
+// CheckRows refuses a row glob (Options.Rows) that path.Match cannot
+// read: it would keep no row.
+func CheckRows(glob string) error {
+	if _, err := path.Match(glob, ""); err != nil {
+		return fmt.Errorf("the row glob %q is malformed (%w); write it as path.Match reads it: * any characters, ? one, [a-z] a class, e.g. 'number-facts.*'", glob, err)
+	}
+	return nil
+}
+
 // matchRow reports whether a row key passes the --rows glob.
 func matchRow(glob, key string) bool {
 	if glob == "" {

@@ -762,3 +762,20 @@ func TestDynamicToolsCarryConstraints(t *testing.T) {
 		c.refused("submit", map[string]any{"a": 0, "b": 2}, "a")
 	})
 }
+
+// A malformed row glob would keep no row: both commands refuse it at
+// start, naming the flag.
+func TestMalformedRowGlobIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"mcp", "--server", "http://127.0.0.1:1", "--rows", "echo-["},
+		{"serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--mcp-rows", "echo-["},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		flag := args[len(args)-2]
+		if err == nil || !strings.Contains(string(out), flag+`: the row glob "echo-[" is malformed`) {
+			t.Fatalf("asmp %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
