@@ -91,6 +91,7 @@ func scopeCases() []scopeCase {
 		{pattern: "GET /skills/{path...}", method: "GET", path: "/skills/expense/SKILL.md", scope: auth.ScopeRead},
 		{pattern: "GET /openapi.json", method: "GET", path: "/openapi.json", scope: auth.ScopeRead},
 		{pattern: "GET /visualize", method: "GET", path: "/visualize?run_id=RUN", scope: auth.ScopeRead},
+		{pattern: "GET /whoami", method: "GET", path: "/whoami", scope: auth.ScopeRead},
 	}
 	cases := slices.Clone(asmp)
 	for _, c := range asmp {

@@ -92,6 +92,7 @@ func (s *Server) routes() {
 		s.route("GET /skills/{path...}", auth.ScopeRead, s.skill),
 		s.route("GET /openapi.json", auth.ScopeRead, s.openapi),
 		s.route("GET /visualize", auth.ScopeRead, s.visualize),
+		s.route("GET /whoami", auth.ScopeRead, s.whoami),
 	)
 	rs = append(rs,
 		httpx.Route{Method: http.MethodGet, Path: "/healthz", Handle: func(w http.ResponseWriter, r *http.Request) error {
@@ -175,6 +176,29 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	w.Header().Set("Vary", "Accept")
 	writeFrame(w, http.StatusOK, s.e.Discovery(c.root, c.wf), "")
+	return nil
+}
+
+// identity is the answer of GET /whoami: the caller's principal, its
+// scopes, and whether an invocation it asks to execute runs (the server
+// executes, --allow-exec, and the principal holds exec).
+type identity struct {
+	Principal string   `json:"principal"`
+	Scopes    []string `json:"scopes"`
+	Exec      bool     `json:"exec"`
+}
+
+// whoami tells the caller who it is here: a client (the stdio MCP
+// bridge) decides from it whether to ask for execution.
+func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, c *call) error {
+	scopes := []string{}
+	for _, sc := range auth.AllScopes {
+		if c.actor.Has(sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, identity{Principal: c.actor.Name, Scopes: scopes,
+		Exec: s.opts.AllowExec && c.actor.Has(auth.ScopeExec)})
 	return nil
 }
 

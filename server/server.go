@@ -113,6 +113,10 @@ type Options struct {
 	// handler's own tools need their scopes). It is given the server, to
 	// reach it in-process. Its answers are MCP's, not JSON error bodies.
 	MCP func(s *Server) http.Handler
+	// AllowExec says the OIP ledger of Options.API executes invocations
+	// (`asmp serve --allow-exec`): GET /whoami answers exec true only
+	// then, for a principal holding the exec scope.
+	AllowExec bool
 
 	// Ready, when set, is asked by GET /readyz: a non-nil error (whose
 	// protocol hint is shown) answers 503 (the ledger's full check at

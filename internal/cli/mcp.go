@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -20,7 +21,7 @@ func init() { register(newMCPCmd) }
 func newMCPCmd(env *Env) *cobra.Command {
 	var (
 		server, rows, logLevel string
-		execute                bool
+		noExecute              bool
 		poll                   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -36,8 +37,8 @@ asmp_start_run or asmp_get_run, the run's offered actions (by name) and
 stage tools (tool_<name>), which follow the run's state; and one tool per
 directory row of type cli (row_<key>, filtered by --rows GLOB). A row tool
 records an invocation and answers the built argv; it asks the server to run
-the command only with --execute (the token must hold the exec scope and the
-server run with --allow-exec, else the invocation is recorded as refused).
+the command when the token may (GET /whoami at start: the server runs with
+--allow-exec and the token holds the exec scope), never with --no-execute.
 
 Logs go to stderr; stdout carries only MCP messages.`,
 		Example: `  ASMP_TOKEN=s3cret asmp mcp --server http://127.0.0.1:8000
@@ -47,6 +48,9 @@ Logs go to stderr; stdout carries only MCP messages.`,
 			log, err := newLogger(env, logLevel, "text")
 			if err != nil {
 				return err
+			}
+			if err := mcpbridge.CheckRows(rows); err != nil {
+				return fmt.Errorf("--rows: %w", err)
 			}
 			if server == "" {
 				server = agentGetenv(env)("ASMP_URL")
@@ -59,8 +63,8 @@ Logs go to stderr; stdout carries only MCP messages.`,
 				return err
 			}
 			opts := &mcpbridge.Options{Rows: rows, Logger: log}
-			if execute {
-				opts.Execute = func(context.Context) bool { return true }
+			if noExecute {
+				opts.Execute = func(context.Context) bool { return false }
 			}
 			t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
 			return mcpbridge.Serve(cmd.Context(), c, opts, poll, t)
@@ -69,7 +73,7 @@ Logs go to stderr; stdout carries only MCP messages.`,
 	fl := cmd.Flags()
 	fl.StringVar(&server, "server", "", "ASMP server base URL (default: $ASMP_URL, else "+defaultServer+")")
 	fl.StringVar(&rows, "rows", "", "only directory rows whose key matches this glob become tools (default: all)")
-	fl.BoolVar(&execute, "execute", false, "row tools ask the server to run their command (needs a token with the exec scope)")
+	fl.BoolVar(&noExecute, "no-execute", false, "row tools only build their command, never run it (default: they run it when the token may)")
 	fl.DurationVar(&poll, "poll", mcpbridge.DefaultPoll, "how often the directory is read for changed rows")
 	fl.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
 	return cmd

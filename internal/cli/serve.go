@@ -60,6 +60,7 @@ type serveFlags struct {
 	gcFloor    int64
 	retention  time.Duration
 	mcpPoll    time.Duration
+	mcpRows    string
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
 	rotateKey  bool
 	resetHead  bool
@@ -113,6 +114,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.DurationVar(&f.retention, "retention", 0, "delete ended runs (completed or failed) with their events and tasks once unchanged this long, e.g. 720h; 0 keeps every run (the OIP ledger is never pruned)")
 	fl.Int64Var(&f.gcFloor, "gc-floor", 32<<20, "heap size in bytes below which the garbage collector waits; past it the heap grows by GOGC% of what a collection scans, at least half this (0 = Go's default: GOGC% of the live heap; ignored when GOGC is set)")
 	fl.DurationVar(&f.mcpPoll, "mcp-poll", mcpbridge.DefaultPoll, "how often /mcp sessions look for changed directory rows (their row tools)")
+	fl.StringVar(&f.mcpRows, "mcp-rows", "", "only directory rows whose key matches this glob become tools of /mcp sessions (default: all)")
 	fl.BoolVar(&f.rotateKey, "ledger-rotate-key", false, "start although the ledger's signing key file is missing or another: create a new key and append a key-rotation record naming the old and the new key")
 	fl.BoolVar(&f.resetHead, "ledger-reset-head", false, "start although the ledger head file is missing or ahead of the database (a database restored from a backup on purpose): rewrite it from the database's newest checkpoint")
 	addExecFlags(cmd, &f.exec)
@@ -253,6 +255,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if !loopback && tokens.Len() == 0 && !f.insecure {
 		return fmt.Errorf("refusing to listen on %s: this server has no tokens, so anyone who can reach it could drive every run. Give it tokens (--token NAME=SECRET), listen on loopback (127.0.0.1), or pass --insecure if you really mean it", f.addr)
 	}
+	if err := mcpbridge.CheckRows(f.mcpRows); err != nil {
+		return fmt.Errorf("--mcp-rows: %w", err)
+	}
 	rateLimit := 0.0
 	switch f.rateLimit {
 	case "auto":
@@ -359,11 +364,12 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		RateBurst:           f.rateBurst,
 		MaxStreamsPerClient: f.maxStreams,
 		Ready:               ledgerReady(ledger),
+		AllowExec:           executor != nil,
 	}
 	var mcpHandler *mcpbridge.Handler
 	opts.MCP = func(s *server.Server) http.Handler {
 		mcpHandler = mcpbridge.NewHandler(s, mcpbridge.HTTPOptions{
-			Options: mcpbridge.Options{Logger: log}, Base: s.BaseURL,
+			Options: mcpbridge.Options{Logger: log, Rows: f.mcpRows}, Base: s.BaseURL,
 			Ledger: ledger.Handler(), Poll: f.mcpPoll, MaxBody: f.maxBody, AllowExec: executor != nil,
 		})
 		return mcpHandler

@@ -69,10 +69,13 @@ type Options struct {
 	// Rows is a glob (path.Match) over row keys: only matching rows of
 	// type cli become tools. "" means every row.
 	Rows string
-	// Execute reports whether a row tool call of ctx may run its command
-	// (execute: true); otherwise the invocation records the built command
-	// only. nil means never. The server still refuses execution to a token
-	// without the exec scope, or when it runs without --allow-exec.
+	// Execute reports whether a row tool call of ctx asks to run its
+	// command (execute: true); otherwise the invocation records the built
+	// command only. nil means: as the caller may. Serve asks GET /whoami
+	// (the server executes and the token holds exec; asked again after an
+	// executing call was refused), NewHandler reads the session's
+	// principal. The server still refuses execution to a token without the
+	// exec scope, or when it runs without --allow-exec.
 	Execute func(ctx context.Context) bool
 	// Logger receives collisions and failures of background refreshes;
 	// nil discards.
@@ -92,9 +95,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.Settle <= 0 {
 		out.Settle = DefaultSettle
-	}
-	if out.Execute == nil {
-		out.Execute = func(context.Context) bool { return false }
 	}
 	return out
 }
@@ -118,6 +118,8 @@ type session struct {
 	srv  *mcp.Server
 	log  *slog.Logger
 	rows *watcher // nil: no row tools
+	// gate, when set, decides execution when opts.Execute is nil.
+	gate *execGate
 
 	// syncMu serialises rebuilding the tool, resource and prompt lists.
 	syncMu  sync.Mutex
@@ -665,6 +667,15 @@ func (s *session) dynamicHandler(name string) mcp.ToolHandler {
 		}
 		return s.moved(ctx, req, &res.Frame.Frame)
 	})
+}
+
+// CheckRows refuses a row glob (Options.Rows) that path.Match cannot
+// read: it would keep no row.
+func CheckRows(glob string) error {
+	if _, err := path.Match(glob, ""); err != nil {
+		return fmt.Errorf("the row glob %q is malformed (%w); write it as path.Match reads it: * any characters, ? one, [a-z] a class, e.g. 'number-facts.*'", glob, err)
+	}
+	return nil
 }
 
 // matchRow reports whether a row key passes the --rows glob.

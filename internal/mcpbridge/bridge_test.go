@@ -501,6 +501,8 @@ func TestScopesAndStaleTools(t *testing.T) {
 				t.Fatalf("get_run: %v", sc)
 			}
 			reader.refused("start", map[string]any{}, `"runs" scope`)
+			// A row tool records an invocation: it needs dispatch.
+			reader.refused("row_echo-v1", map[string]any{"words": []any{"hi"}}, `"dispatch" scope`)
 
 			// A tool of a run another client moved is refused with the
 			// hint, and the list follows the run.
@@ -566,31 +568,59 @@ func strs2(v any) []string {
 	return out
 }
 
-// A token holding exec runs the row (over stdio with --execute; at /mcp
-// because the principal holds exec and the server allows it).
+// Row tools execute as the token may, on both transports: a token holding
+// exec on a server with --allow-exec runs the row (stdio asks GET /whoami,
+// /mcp reads the session's principal); a dispatch-only token gets the
+// built command, not a refusal, and no refused attempt is recorded;
+// `asmp mcp --no-execute` only builds.
 func TestRowToolExecutes(t *testing.T) {
 	url := theServer(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			c := connect(t, tr.make(t, url, adminToken, "--execute"))
+			c := connect(t, tr.make(t, url, adminToken))
 			sc := c.ok("row_echo-v1", map[string]any{"words": []any{"hello", "mcp"}})
 			if sc["executed"] != true || sc["exit_code"] != 0.0 || sc["stdout"] != "hello mcp\n" {
 				t.Fatalf("executed row: %v", sc)
 			}
 			// The agent token lacks exec: the command is built, not run.
 			c = connect(t, tr.make(t, url, agentToken))
+			before := treeSize(t, url)
 			sc = c.ok("row_echo-v1", map[string]any{"words": []any{"hello"}})
-			if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" {
+			if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" || sc["outcome"] != nil {
 				t.Fatalf("built row: %v", sc)
 			}
+			if after := treeSize(t, url); after != before+1 {
+				t.Fatalf("the call appended %d ledger records, want 1 (the built invocation, no refused attempt before it)", after-before)
+			}
 			if tr.name == "stdio" {
-				// --execute with a token without exec: the server records
-				// the invocation as refused, the tool answers isError.
-				c = connect(t, tr.make(t, url, agentToken, "--execute"))
-				c.refused("row_echo-v1", map[string]any{"words": []any{"hello"}}, "exec")
+				c = connect(t, tr.make(t, url, adminToken, "--no-execute"))
+				sc = c.ok("row_echo-v1", map[string]any{"words": []any{"hello"}})
+				if sc["executed"] != false || strings.Join(strs2(sc["argv"]), " ") != "echo hello" || sc["outcome"] != nil {
+					t.Fatalf("--no-execute: %v", sc)
+				}
 			}
 		})
 	}
+}
+
+// treeSize reads the ledger's size from its signed checkpoint.
+func treeSize(t testing.TB, url string) int64 {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/api/ledger/checkpoint", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ck struct {
+		TreeSize int64 `json:"tree_size"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ck); err != nil || resp.StatusCode != 200 || ck.TreeSize == 0 {
+		t.Fatalf("checkpoint: %d %v %+v", resp.StatusCode, err, ck)
+	}
+	return ck.TreeSize
 }
 
 // A session belongs to the principal that created it: another token
@@ -599,26 +629,74 @@ func TestSessionBelongsToItsPrincipal(t *testing.T) {
 	url := theServer(t)
 	c := connect(t, transports[1].make(t, url, agentToken))
 	body := `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`
-	send := func(token string) int {
-		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+	send := func(token string) (int, http.Header, []byte) {
+		return postMCP(t, url, body, "Authorization", "Bearer "+token, "Mcp-Session-Id", c.cs.ID(),
+			"Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
+	}
+	status, hdr, b := send(readerToken)
+	if status != http.StatusForbidden {
+		t.Fatalf("another principal's request on the session: %d, want 403", status)
+	}
+	if h := jsonHint(t, hdr, b); !strings.Contains(h, "Mcp-Session-Id") {
+		t.Fatalf("the 403 hint does not say what to do: %q", h)
+	}
+	if status, _, _ := send(agentToken); status != http.StatusOK {
+		t.Fatalf("the owner's request on the session: %d, want 200", status)
+	}
+}
+
+// postMCP POSTs one MCP message to /mcp with the headers given (name,
+// value, ...) and answers the status, headers and body.
+func postMCP(t *testing.T, url, body string, headers ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// jsonHint checks that an error answer is the project's JSON error body
+// and returns its hint.
+func jsonHint(t *testing.T, hdr http.Header, body []byte) string {
+	t.Helper()
+	var m map[string]any
+	if hdr.Get("Content-Type") != "application/json" || json.Unmarshal(body, &m) != nil || m["error"] == nil {
+		t.Fatalf("not a JSON error body (%s): %s", hdr.Get("Content-Type"), body)
+	}
+	h, _ := m["hint"].(string)
+	if h == "" {
+		t.Fatalf("an error without a hint: %s", body)
+	}
+	return h
+}
+
+// A web page cannot reach /mcp: a POST with a foreign Origin is refused
+// at the edge with a JSON 403 whose hint names --allow-origin, before any
+// session is made.
+func TestMCPRefusesForeignOrigins(t *testing.T) {
+	url := theServer(t)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`
+	for _, hd := range [][]string{{"Origin", "http://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
+		status, hdr, b := postMCP(t, url, initialize, append([]string{"Authorization", "Bearer " + agentToken}, hd...)...)
+		if status != http.StatusForbidden || hdr.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("%v: %d (session %q), want 403", hd, status, hdr.Get("Mcp-Session-Id"))
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		if h := jsonHint(t, hdr, b); !strings.Contains(h, "--allow-origin") {
+			t.Fatalf("%v: the hint does not name --allow-origin: %q", hd, h)
+		}
 	}
-	if got := send(readerToken); got != http.StatusForbidden {
-		t.Fatalf("another principal's request on the session: %d, want 403", got)
-	}
-	if got := send(agentToken); got != http.StatusOK {
-		t.Fatalf("the owner's request on the session: %d, want 200", got)
+	// The same request without a foreign origin starts a session.
+	if status, hdr, b := postMCP(t, url, initialize, "Authorization", "Bearer "+agentToken); status != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d %s", status, b)
 	}
 }
 
@@ -649,14 +727,26 @@ func TestRowToolsWithoutExecution(t *testing.T) {
 	}
 }
 
-// --rows keeps only the rows whose key matches.
+// --rows (asmp mcp) and --mcp-rows (asmp serve, for /mcp) keep only the
+// rows whose key matches.
 func TestRowsGlob(t *testing.T) {
-	url := theServer(t)
-	c := connect(t, transports[0].make(t, url, agentToken, "--rows", "echo-*"))
-	tools := c.tools()
-	if tools["row_echo-v1"] == nil || tools["row_my-cli-tool-v1"] != nil {
-		t.Fatalf("with --rows echo-*: %v", slices.Sorted(maps.Keys(tools)))
+	check := func(t *testing.T, c *conn, flag string) {
+		t.Helper()
+		tools := c.tools()
+		if tools["row_echo-v1"] == nil || tools["row_my-cli-tool-v1"] != nil {
+			t.Fatalf("with %s echo-*: %v", flag, slices.Sorted(maps.Keys(tools)))
+		}
 	}
+	check(t, connect(t, transports[0].make(t, theServer(t), agentToken, "--rows", "echo-*")), "--rows")
+
+	url := serveOnce(t, "--mcp-poll", "100ms", "--mcp-rows", "echo-*")
+	httpDo(t, url, adminToken, "POST", "/api/dispatch", json.RawMessage(seedRow))
+	httpDo(t, url, adminToken, "POST", "/api/dispatch", json.RawMessage(echoRow))
+	c := connect(t, transports[1].make(t, url, agentToken))
+	for c.tools()["row_echo-v1"] == nil {
+		c.waitChanged("the echo row")
+	}
+	check(t, c, "--mcp-rows")
 }
 
 // A workflow's bounds on a field reach the host in the tool's input
@@ -671,4 +761,21 @@ func TestDynamicToolsCarryConstraints(t *testing.T) {
 		}
 		c.refused("submit", map[string]any{"a": 0, "b": 2}, "a")
 	})
+}
+
+// A malformed row glob would keep no row: both commands refuse it at
+// start, naming the flag.
+func TestMalformedRowGlobIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"mcp", "--server", "http://127.0.0.1:1", "--rows", "echo-["},
+		{"serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--mcp-rows", "echo-["},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		flag := args[len(args)-2]
+		if err == nil || !strings.Contains(string(out), flag+`: the row glob "echo-[" is malformed`) {
+			t.Fatalf("asmp %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }

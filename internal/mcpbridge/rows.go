@@ -193,9 +193,6 @@ func (s *session) syncRows(rows []wire.DirectoryRow) {
 			s.log.Warn("row tool names collide; the later row is left out", "tool", name, "kept", prev.Key, "left_out", r.Key)
 			continue
 		}
-		if slices.Contains(staticTools, name) {
-			continue
-		}
 		next[name] = r
 		fmt.Fprintf(&fp, "%s=%s;", name, r.InvID)
 	}
@@ -370,9 +367,11 @@ type rowResult struct {
 }
 
 // rowHandler records an invocation of the row key with the call's
-// arguments as input (executed when Options.Execute allows it) and
+// arguments as input (executed when the caller may: session.execute) and
 // answers its receipt and argv. A refused invocation (input the row
-// rejects, execution not allowed) is an isError result with the reason.
+// rejects, execution not allowed) is an isError result with the reason;
+// an executing call refused because the token's identity changed is made
+// again without execution.
 func (s *session) rowHandler(key string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = withCaller(ctx, req.Extra)
@@ -384,7 +383,13 @@ func (s *session) rowHandler(key string) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(refusal(400, "The arguments of row %s must be a JSON object keyed by its arg and flag names: %s", key, protocol.ErrorHint(err))), nil
 		}
-		rc, err := s.c.Invoke(ctx, invocationKey(key), client.Invocation{ObjectKey: key, Input: input, Execute: s.opts.Execute(ctx)})
+		execute := s.execute(ctx)
+		rc, err := s.c.Invoke(ctx, invocationKey(key), client.Invocation{ObjectKey: key, Input: input, Execute: execute})
+		if err == nil && execute && rc.Outcome != nil && rc.Outcome.Class == wire.OutcomeRefused && !s.mayStillExecute(ctx) {
+			// The token lost exec (or the server --allow-exec) since it was
+			// read: build the command, as for any caller without it.
+			rc, err = s.c.Invoke(ctx, invocationKey(key), client.Invocation{ObjectKey: key, Input: input})
+		}
 		if err != nil {
 			return errorResult(err), nil
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/protocol"
 )
 
 // Serve runs one MCP session over t (for `asmp mcp`: &mcp.StdioTransport{})
@@ -28,6 +30,10 @@ func Serve(ctx context.Context, c *client.Client, opts *Options, poll time.Durat
 	w.start(ctx)
 	s := newSession(c, o, w)
 	defer s.close()
+	if o.Execute == nil {
+		s.gate = &execGate{c: c, log: o.Logger}
+		s.gate.read(ctx)
+	}
 	return s.srv.Run(ctx, t)
 }
 
@@ -95,9 +101,7 @@ type sessionKey struct{}
 // NewHandler returns the /mcp handler of target. Call Close when the
 // server stops.
 func NewHandler(target http.Handler, o HTTPOptions) *Handler {
-	execute := o.Execute
 	o.Options = o.Options.withDefaults()
-	o.Execute = execute // nil: decided per session
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
@@ -133,7 +137,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		owner, known := h.owners[id]
 		h.mu.Unlock()
 		if known && owner != p.Name {
-			http.Error(w, "This MCP session belongs to another principal; start your own session.", http.StatusForbidden)
+			httpx.WriteError(w, nil, protocol.Errorf(protocol.EForbidden,
+				"This MCP session belongs to another principal: send no Mcp-Session-Id and initialize a session of your own."))
 			return
 		}
 		h.sdk.ServeHTTP(w, r)
