@@ -135,8 +135,9 @@ func mcpAPI(h http.Handler, maxBody int64) httpx.API {
 			}
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 		}
-		h.ServeHTTP(w, r)
-		return nil
+		m := &mcpErrors{ResponseWriter: w}
+		h.ServeHTTP(m, r)
+		return m.err()
 	}
 	var rs []httpx.Route
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {

@@ -202,6 +202,17 @@ func TestEveryErrorIsJSON(t *testing.T) {
 	if f := frameOf(t, p.do("GET", "/runs/"+f.RunID, nil), 200); f.Data["value"] != nil {
 		t.Fatalf("invalid UTF-8 reached the run's data: %v", f.Data)
 	}
+	// The MCP transport's own refusals are JSON with a hint too.
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	if h := errorOf(t, p.raw("POST", "/mcp", initialize, json...), 400); !strings.Contains(h, "Accept") || !strings.Contains(h, "streamable HTTP") {
+		t.Fatalf("POST /mcp without Accept: %q", h)
+	}
+	if h := errorOf(t, p.raw("POST", "/mcp", initialize, append(json, "Accept", "application/json, text/event-stream", "Mcp-Session-Id", "no-such-session")...), 404); !strings.Contains(h, "session") {
+		t.Fatalf("POST /mcp with an unknown session: %q", h)
+	}
+	if r := p.raw("POST", "/mcp", initialize, append(json, "Accept", "application/json, text/event-stream")...); r.status != 200 || r.header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d %v %s", r.status, r.header, r.body)
+	}
 	row := `{"key":"js.row","body":{"type":"directory_row","command":"echo","description":"x","source_url":"javascript:alert(1)"}}`
 	if h := errorOf(t, p.raw("POST", "/api/dispatch", row, json...), 400); !strings.Contains(h, "http or https") {
 		t.Fatalf("javascript: source_url: %q", h)
