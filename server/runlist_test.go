@@ -103,16 +103,19 @@ func TestListRuns(t *testing.T) {
 			check("?status=active", wizard[0], wizard[2])
 			check("?status=active&workflow_id=config-wizard-v1&state=CONFIGURE", wizard[0])
 			check("?status=processing")
-			// updated_after compares at the store's precision: runs of a later
-			// millisecond are listed, runs of the same one may be (never missed).
+			// updated_after compares at the precision times are shown at
+			// (milliseconds): a run listed with updated_at T is not listed
+			// again by updated_after=T, and every run shown later is.
 			cut := all.Runs[3].UpdatedAt
 			for _, r := range all.Runs {
 				listed := slices.Contains(e.list("?updated_after="+url.QueryEscape(cut)).ids(), r.RunID)
-				if r.UpdatedAt > cut && !listed || r.UpdatedAt < cut && listed {
+				if r.UpdatedAt > cut && !listed || r.UpdatedAt <= cut && listed {
 					t.Errorf("updated_after=%s: run updated at %s listed: %v", cut, r.UpdatedAt, listed)
 				}
 			}
 			check("?updated_after=2000-01-01T00:00:00Z", all.ids()...)
+			// Polling from the newest time seen finds nothing until a run changes.
+			check("?updated_after=" + url.QueryEscape(all.Runs[0].UpdatedAt))
 			// The workflow-scoped API lists that workflow's runs.
 			if got := e.list("").ids(); len(got) != 6 {
 				t.Fatal(got)
