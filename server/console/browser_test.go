@@ -262,6 +262,35 @@ func (s *consoleServer) state(t *testing.T, id string) string {
 	return r.State
 }
 
+// rewritingProxy is a test double in front of the server at target: it
+// passes every request on and hands the body of each successful answer to
+// path to edit before the browser sees it. It returns the double's URL.
+func rewritingProxy(t *testing.T, target, path string, edit func([]byte) []byte) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		if res.Request.URL.Path != path || res.StatusCode != http.StatusOK {
+			return nil
+		}
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		b = edit(b)
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	return ps.URL
+}
+
 func rowSel(id string) string { return `tr[data-run-id="` + id + `"]` }
 
 // The runs page lists the runs, filters them by workflow, state and
@@ -476,31 +505,17 @@ func TestLedgerReceiptVerification(t *testing.T) {
 	tb.shot("receipt-verified")
 
 	// A test double alters one byte of every inclusion proof.
-	target, _ := url.Parse(s.url)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(res *http.Response) error {
-		if res.Request.URL.Path != "/api/ledger/proof" {
-			return nil
-		}
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			return err
-		}
+	ps := rewritingProxy(t, s.url, "/api/ledger/proof", func(b []byte) []byte {
 		i := bytes.Index(b, []byte(`"proof":["`)) + len(`"proof":["`)
 		if b[i] == '0' {
 			b[i] = '1'
 		} else {
 			b[i] = '0'
 		}
-		res.Body = io.NopCloser(bytes.NewReader(b))
-		res.ContentLength = int64(len(b))
-		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	ps := httptest.NewServer(proxy)
-	t.Cleanup(ps.Close)
+		return b
+	})
 	tampered := newTab(t, "tampered")
-	tampered.do(chromedp.Navigate(ps.URL + "/console/#/ledger/" + invs[1]))
+	tampered.do(chromedp.Navigate(ps + "/console/#/ledger/" + invs[1]))
 	tampered.waitJS(`document.querySelector('#verdict')?.classList.contains('bad')`)
 	if got := tampered.text("#verdict"); !strings.Contains(got, "Not verified") {
 		t.Fatalf("tampered verdict %q", got)
