@@ -10,6 +10,7 @@ package console_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,6 +340,79 @@ func TestRunsPageListsAndFilters(t *testing.T) {
 	tb.do(chromedp.Navigate(s.url + "/console/#/runs"))
 	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 4`)
 	tb.shot("runs-phone-dark")
+}
+
+// More runs change between two polls than a page holds (the page size is
+// set in the address): the poll follows next_cursor, past its bound of
+// pages at the next poll, and shows every changed run, in the list's
+// order. A double in front of the server holds the first poll until 25
+// runs have started: 13 pages of 2, more than one poll reads.
+func TestRunsPollFollowsNextCursor(t *testing.T) {
+	s := newServer(t, nil)
+	s.start(t, "config-wizard-v1")
+	target, _ := url.Parse(s.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	polled, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/runs" && r.URL.Query().Has("updated_after") {
+			once.Do(func() { close(polled) })
+			<-release
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ps.Close)
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before ps.Close: a held poll must not keep it waiting
+	tb := newTab(t, "runs-many")
+	tb.do(chromedp.Navigate(ps.URL + "/console/#/runs?limit=2"))
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 1 && document.querySelector('.live')?.textContent.startsWith('Live')`)
+	select {
+	case <-polled:
+	case <-tb.ctx.Done():
+		t.Fatal("the page does not poll")
+	}
+	for i := range 25 {
+		s.start(t, []string{"config-wizard-v1", "expense-approval-v1"}[i%2])
+	}
+	open()
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 26`)
+	got := strings.Split(tb.eval(`[...document.querySelectorAll('tbody tr[data-run-id]')].map((tr) => tr.dataset.runId).join(' ')`), " ")
+	if want := s.listOrder(t); !slices.Equal(got, want) {
+		t.Fatalf("rows in the order\n%v, want newest first\n%v", got, want)
+	}
+	tb.shot("runs-many-changed")
+}
+
+// listOrder is the ids of every run in the console's order: newest
+// updated_at as listed (to the millisecond) first, ties by run_id.
+func (s *consoleServer) listOrder(t *testing.T) []string {
+	t.Helper()
+	res, err := http.Get(s.url + "/runs?limit=500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var p struct {
+		Runs []struct {
+			RunID     string `json:"run_id"`
+			UpdatedAt string `json:"updated_at"`
+		} `json:"runs"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(p.Runs, func(a, b struct {
+		RunID     string `json:"run_id"`
+		UpdatedAt string `json:"updated_at"`
+	}) int {
+		return -cmp.Or(cmp.Compare(a.UpdatedAt, b.UpdatedAt), cmp.Compare(a.RunID, b.RunID))
+	})
+	var out []string
+	for _, r := range p.Runs {
+		out = append(out, r.RunID)
+	}
+	return out
 }
 
 // An operator drives config-wizard-v1 to DONE by clicking and typing, and
