@@ -37,7 +37,9 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 var (
@@ -220,12 +222,17 @@ type consoleServer struct {
 
 func newServer(t *testing.T, opts *server.Options) *consoleServer {
 	t.Helper()
-	st := memstore.New()
+	return newServerOn(t, memstore.New(), examples.All(), opts)
+}
+
+// newServerOn is newServer serving defs from st (which it closes at the end).
+func newServerOn(t *testing.T, st store.Store, defs []*workflow.Definition, opts *server.Options) *consoleServer {
+	t.Helper()
 	ledger, err := oip.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(st, examples.All(), &engine.Options{Invoker: oip.NewInvoker(ledger)})
+	eng, err := engine.New(st, defs, &engine.Options{Invoker: oip.NewInvoker(ledger)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,53 +644,50 @@ func rowBody(desc string) string {
 	return `{"type":"directory_row","command":"echo","description":"` + desc + `","args":[{"name":"word","type":"string","required":true}]}`
 }
 
-// When the server reports versions per workflow (with their active runs)
-// the workflows page lists them, and a run's pinned version is shown. A
-// test double adds the fields the versions feature serves.
+// The workflows page lists a workflow's versions, newest first, with
+// their active runs, and a run's page names the version it is pinned to:
+// a changed definition served from the store of an older one, with runs
+// pinned to each.
 func TestWorkflowVersionsShown(t *testing.T) {
-	s := newServer(t, nil)
-	id := s.start(t, "config-wizard-v1")
-	v := "sha256:" + strings.Repeat("ab", 32)
-	target, _ := url.Parse(s.url)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(res *http.Response) error {
-		var add func(map[string]any)
-		switch {
-		case res.Request.URL.Path == "/workflows":
-			add = func(m map[string]any) {
-				for _, w := range m["workflows"].([]any) {
-					w.(map[string]any)["versions"] = []any{map[string]any{"version": v, "active_runs": 7}}
-				}
-			}
-		case res.Request.URL.Path == "/runs/"+id && res.StatusCode == 200:
-			add = func(m map[string]any) {
-				m["_links"] = map[string]any{"workflow_version": map[string]any{"href": s.url + "/workflows/x/versions/" + v, "method": "GET", "version": v}}
-			}
-		default:
-			return nil
-		}
-		var m map[string]any
-		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
-			return err
-		}
-		add(m)
-		b, _ := json.Marshal(m)
-		res.Body = io.NopCloser(bytes.NewReader(b))
-		res.ContentLength = int64(len(b))
-		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
+	src := func(extra string) []byte {
+		return []byte("workflow_id: versioned-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, " + extra + "DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: finish, to: DONE}]\n")
 	}
-	ps := httptest.NewServer(proxy)
-	t.Cleanup(ps.Close)
+	v1, err := workflow.Load("v1.yaml", src(""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := workflow.Load("v2.yaml", src("REVIEW: {}, "), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	old, err := engine.New(st, []*workflow.Definition{v1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onV1 []string
+	for range 2 {
+		r, err := old.StartRun(context.Background(), "versioned-v1", nil, engine.StartOptions{Actor: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onV1 = append(onV1, r.ID)
+	}
+	s := newServerOn(t, st, append([]*workflow.Definition{v2}, examples.All()...), nil)
+	onV2 := s.start(t, "versioned-v1")
+
 	tb := newTab(t, "versions")
-	tb.do(chromedp.Navigate(ps.URL + "/console/#/workflows"))
-	tb.waitJS(`document.querySelectorAll('table.versions tbody tr').length === 2`)
-	if got := tb.text(`table.versions tbody tr td:nth-child(2)`); got != "7" {
-		t.Fatalf("active runs %q", got)
+	tb.do(chromedp.Navigate(s.url + "/console/#/workflows"))
+	card := `[...document.querySelectorAll('.workflow-list .card')].find((c) => c.querySelector('h2')?.textContent === 'versioned-v1')`
+	tb.waitJS(card + `?.querySelectorAll('table.versions tbody tr').length === 2`)
+	got := tb.eval(`[...` + card + `.querySelectorAll('table.versions tbody tr')].map((tr) => tr.cells[0].title + '=' + tr.cells[1].textContent).join(' ')`)
+	if want := v2.Version() + "=1 " + v1.Version() + "=2"; got != want {
+		t.Fatalf("versions (version=active runs) %s, want %s", got, want)
 	}
-	if got := tb.eval(`document.querySelector('table.versions tbody td').title`); got != v {
-		t.Fatalf("version title %q", got)
+	tb.shot("workflow-versions")
+	for id, v := range map[string]string{onV1[0]: v1.Version(), onV2: v2.Version()} {
+		tb.do(chromedp.Navigate(s.url + "/console/#/runs/" + id))
+		tb.waitJS(`document.querySelector('h1.run-id')?.textContent === ` + strconv.Quote(id) + ` && [...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
 	}
-	tb.do(chromedp.Navigate(ps.URL + "/console/#/runs/" + id))
-	tb.waitJS(`[...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
 }
