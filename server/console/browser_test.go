@@ -691,3 +691,20 @@ func TestWorkflowVersionsShown(t *testing.T) {
 		tb.waitJS(`document.querySelector('h1.run-id')?.textContent === ` + strconv.Quote(id) + ` && [...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
 	}
 }
+
+// A browser opening a console address that holds no file gets a page in
+// the console's style (its stylesheet loads under the CSP) that links back
+// to the console.
+func TestNotFoundPage(t *testing.T) {
+	s := newServer(t, nil)
+	tb := newTab(t, "not-found")
+	tb.do(chromedp.Navigate(s.url + "/console/js/deep/nope.js"))
+	tb.waitJS(`document.querySelector('h1')?.textContent === 'Not found' && document.styleSheets.length === 1 && document.styleSheets[0].cssRules.length > 0`)
+	if got := tb.text(".notice.error"); !strings.Contains(got, "/console/js/deep/nope.js") {
+		t.Fatalf("the page reads %q", got)
+	}
+	tb.shot("not-found")
+	if got := tb.eval(`document.querySelector('.notice.error a').href`); got != s.url+"/console/" {
+		t.Fatalf("the page links to %s", got)
+	}
+}
