@@ -6,7 +6,7 @@ package console_test
 // test opens its own tabs. Every test fails on any console error or
 // uncaught exception of its pages, and saves screenshots of the pages it
 // visits to $ASMP_TEST_ARTIFACTS (default: a directory under os.TempDir()
-// that is kept, printed by the tests).
+// that is kept; scripts/test prints it, go test -v each file).
 
 import (
 	"bytes"
