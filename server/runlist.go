@@ -144,17 +144,29 @@ func (s *Server) versionDefs(r *http.Request, defs []*workflow.Definition, statu
 		if status == "" {
 			continue
 		}
-		stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+		older, err := s.olderVersions(r, d)
 		if err != nil {
 			return nil, err
 		}
-		for _, sd := range stored {
-			if sd.Version == d.Version() {
-				continue
-			}
-			if vd, err := s.e.DefinitionAt(r.Context(), d.ID, sd.Version); err == nil {
-				out[i] = append(out[i], vd)
-			}
+		out[i] = append(out[i], older...)
+	}
+	return out, nil
+}
+
+// olderVersions returns the stored versions of the served definition d
+// other than d itself (those that can be read).
+func (s *Server) olderVersions(r *http.Request, d *workflow.Definition) ([]*workflow.Definition, error) {
+	stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*workflow.Definition
+	for _, sd := range stored {
+		if sd.Version == d.Version() {
+			continue
+		}
+		if vd, err := s.e.DefinitionAt(r.Context(), d.ID, sd.Version); err == nil {
+			out = append(out, vd)
 		}
 	}
 	return out, nil
@@ -342,18 +354,13 @@ func (s *Server) stateKnown(r *http.Request, defs []*workflow.Definition, state 
 		}
 	}
 	for _, d := range defs {
-		stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+		older, err := s.olderVersions(r, d)
 		if err != nil {
 			return false, err
 		}
-		for _, sd := range stored {
-			if sd.Version == d.Version() {
-				continue
-			}
-			if vd, err := s.e.DefinitionAt(r.Context(), d.ID, sd.Version); err == nil {
-				if _, ok := vd.State(state); ok {
-					return true, nil
-				}
+		for _, vd := range older {
+			if _, ok := vd.State(state); ok {
+				return true, nil
 			}
 		}
 	}
