@@ -52,6 +52,32 @@ func TestConsoleFiles(t *testing.T) {
 	}
 }
 
+// A path under /console/ that holds no file is a 404 like every other
+// error of the server: a JSON body with a hint for an API client or a
+// script, a small page in the console's style for a browser opening it.
+func TestConsoleNotFound(t *testing.T) {
+	e := start(t, setup{})
+	for _, accept := range []string{"", "*/*", "application/json"} {
+		r := e.do("GET", "/console/js/nope.js", nil, "Accept", accept)
+		if r.status != 404 || r.header.Get("Content-Type") != "application/json" || r.json(t)["error"] != "not_found" ||
+			!strings.Contains(r.hint(t), "/console/js/nope.js") || !strings.Contains(r.hint(t), "Open the console at /console/") {
+			t.Errorf("Accept %q: %d %s %s", accept, r.status, r.header.Get("Content-Type"), r.body)
+		}
+	}
+	browser := "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for path, root := range map[string]string{"/console/nope": "./", "/console/js/deep/nope.js": "../../", "/console/a<b>": "./"} {
+		r := e.do("GET", path, nil, "Accept", browser)
+		page := string(r.body)
+		if r.status != 404 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || r.header.Get("Content-Security-Policy") != console.CSP ||
+			!strings.Contains(page, `<h1>Not found</h1>`) || !strings.Contains(page, `href="`+root+`console.css"`) || !strings.Contains(page, `<a href="`+root+`">Open the console</a>`) {
+			t.Errorf("a browser at %s: %d %s\n%s", path, r.status, r.header.Get("Content-Type"), page)
+		}
+		if strings.Contains(page, "a<b>") {
+			t.Errorf("the path is not escaped: %s", page)
+		}
+	}
+}
+
 // The console loads nothing from elsewhere and has no inline script or
 // style, which its CSP would refuse.
 func TestConsoleFilesAreSelfContained(t *testing.T) {

@@ -2,21 +2,16 @@ package server
 
 import (
 	"html/template"
-	"mime"
 	"net/http"
-	"strings"
 
+	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
 // wantsHTML reports whether the request's Accept header names text/html
 // first, as browsers send it. API clients (no Accept, */*, or JSON first)
 // get the discovery frame.
-func wantsHTML(r *http.Request) bool {
-	first, _, _ := strings.Cut(r.Header.Get("Accept"), ",")
-	mt, _, err := mime.ParseMediaType(strings.TrimSpace(first))
-	return err == nil && mt == "text/html"
-}
+func wantsHTML(r *http.Request) bool { return httpx.WantsHTML(r) }
 
 // homePage is what a browser opening GET / gets: where to go next.
 type homePage struct {

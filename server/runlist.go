@@ -67,10 +67,19 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 		if !ok {
 			return protocol.Errorf(protocol.EInvalid, "Unknown workflow_id %q. Served workflows: %s.", protocol.Truncate(f.WorkflowID, 64), strings.Join(s.e.WorkflowIDs(), ", ")).With("field", "workflow_id")
 		}
-		if _, ok := def.State(f.State); f.State != "" && !ok {
-			return protocol.Errorf(protocol.EInvalid, "Workflow %q has no state %q; its states are %s.", def.ID, protocol.Truncate(f.State, 64), strings.Join(stateNames(def), ", ")).With("field", "state")
-		}
 		defs = []*workflow.Definition{def}
+	}
+	if f.State != "" {
+		known, err := s.stateKnown(r, defs, f.State)
+		if err != nil {
+			return err
+		}
+		if !known && f.WorkflowID != "" {
+			return protocol.Errorf(protocol.EInvalid, "Workflow %q has no state %q; its states are %s.", defs[0].ID, protocol.Truncate(f.State, 64), strings.Join(stateNames(defs[0]), ", ")).With("field", "state")
+		}
+		if !known {
+			return protocol.Errorf(protocol.EInvalid, "No workflow here has a state %q (in the served version or a stored one); the served states are %s. Add workflow_id to narrow the list to one workflow.", protocol.Truncate(f.State, 64), strings.Join(allStateNames(defs), ", ")).With("field", "state")
+		}
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -135,17 +144,29 @@ func (s *Server) versionDefs(r *http.Request, defs []*workflow.Definition, statu
 		if status == "" {
 			continue
 		}
-		stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+		older, err := s.olderVersions(r, d)
 		if err != nil {
 			return nil, err
 		}
-		for _, sd := range stored {
-			if sd.Version == d.Version() {
-				continue
-			}
-			if vd, err := s.e.DefinitionAt(r.Context(), d.ID, sd.Version); err == nil {
-				out[i] = append(out[i], vd)
-			}
+		out[i] = append(out[i], older...)
+	}
+	return out, nil
+}
+
+// olderVersions returns the stored versions of the served definition d
+// other than d itself (those that can be read).
+func (s *Server) olderVersions(r *http.Request, d *workflow.Definition) ([]*workflow.Definition, error) {
+	stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*workflow.Definition
+	for _, sd := range stored {
+		if sd.Version == d.Version() {
+			continue
+		}
+		if vd, err := s.e.DefinitionAt(r.Context(), d.ID, sd.Version); err == nil {
+			out = append(out, vd)
 		}
 	}
 	return out, nil
@@ -320,6 +341,44 @@ func (s *Server) listed(r *http.Request, sr store.Run, base string) listedRun {
 		UpdatedAt:       msTime(sr.UpdatedAt),
 		Href:            base + "/runs/" + sr.ID,
 	}
+}
+
+// stateKnown reports whether one of defs has the state, in its served
+// version or a stored one (a run pinned to an older version may still be
+// in a state the served one dropped). The stored versions are read only
+// when no served one has it.
+func (s *Server) stateKnown(r *http.Request, defs []*workflow.Definition, state string) (bool, error) {
+	for _, d := range defs {
+		if _, ok := d.State(state); ok {
+			return true, nil
+		}
+	}
+	for _, d := range defs {
+		older, err := s.olderVersions(r, d)
+		if err != nil {
+			return false, err
+		}
+		for _, vd := range older {
+			if _, ok := vd.State(state); ok {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// allStateNames is the sorted union of the states of defs.
+func allStateNames(defs []*workflow.Definition) []string {
+	var out []string
+	for _, d := range defs {
+		for _, st := range d.States {
+			if !slices.Contains(out, st.Name) {
+				out = append(out, st.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func stateNames(d *workflow.Definition) []string {

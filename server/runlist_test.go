@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 type listPage struct {
@@ -103,16 +105,19 @@ func TestListRuns(t *testing.T) {
 			check("?status=active", wizard[0], wizard[2])
 			check("?status=active&workflow_id=config-wizard-v1&state=CONFIGURE", wizard[0])
 			check("?status=processing")
-			// updated_after compares at the store's precision: runs of a later
-			// millisecond are listed, runs of the same one may be (never missed).
+			// updated_after compares at the precision times are shown at
+			// (milliseconds): a run listed with updated_at T is not listed
+			// again by updated_after=T, and every run shown later is.
 			cut := all.Runs[3].UpdatedAt
 			for _, r := range all.Runs {
 				listed := slices.Contains(e.list("?updated_after="+url.QueryEscape(cut)).ids(), r.RunID)
-				if r.UpdatedAt > cut && !listed || r.UpdatedAt < cut && listed {
+				if r.UpdatedAt > cut && !listed || r.UpdatedAt <= cut && listed {
 					t.Errorf("updated_after=%s: run updated at %s listed: %v", cut, r.UpdatedAt, listed)
 				}
 			}
 			check("?updated_after=2000-01-01T00:00:00Z", all.ids()...)
+			// Polling from the newest time seen finds nothing until a run changes.
+			check("?updated_after=" + url.QueryEscape(all.Runs[0].UpdatedAt))
 			// The workflow-scoped API lists that workflow's runs.
 			if got := e.list("").ids(); len(got) != 6 {
 				t.Fatal(got)
@@ -172,5 +177,42 @@ func TestListRunsBadInput(t *testing.T) {
 	}
 	if r := e.do("GET", "/w/config-wizard-v1/runs?workflow_id=expense-approval-v1", nil); r.status != 400 {
 		t.Errorf("scoped list with another workflow: %d %s", r.status, r.body)
+	}
+}
+
+// A state filter without workflow_id must name a state some workflow
+// here has: NOPE is a 400 with a hint, not an empty list. A state only an
+// older stored version has is still a filter (a run pinned to that
+// version may be in it), with workflow_id and without.
+func TestListRunsStateMustExist(t *testing.T) {
+	src := func(b string) []byte {
+		return []byte("workflow_id: moved-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, " + b + ": {}, DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: start, to: " + b + "}, {from: " + b + ", action: finish, to: DONE}]\n")
+	}
+	_, v2, st, e1 := twoVersions(t, src("BEFORE"), src("AFTER"))
+	old, err := e1.StartRun(t.Context(), "", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e1.Transition(t.Context(), old.ID, "start", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, setup{defs: append([]*workflow.Definition{v2}, examples.All()...), newStor: func(*testing.T) storeT { return st }})
+	for _, q := range []string{"?state=NOPE", "?state=NOPE&status=active"} {
+		r := e.do("GET", "/runs"+q, nil)
+		if h := r.hint(t); r.status != 400 || !strings.Contains(h, `"NOPE"`) || !strings.Contains(h, "AFTER") || !strings.Contains(h, "workflow_id") {
+			t.Errorf("GET /runs%s: %d %s, want 400 with a hint naming the states and workflow_id", q, r.status, r.body)
+		}
+	}
+	for _, q := range []string{"?state=BEFORE", "?workflow_id=moved-v1&state=BEFORE"} {
+		if got := e.list(q).ids(); !slices.Equal(got, []string{old.ID}) {
+			t.Errorf("GET /runs%s = %v, want the run pinned to the version with that state, %s", q, got, old.ID)
+		}
+	}
+	if got := e.list("?state=AFTER").ids(); len(got) != 0 {
+		t.Errorf("GET /runs?state=AFTER = %v, want none", got)
+	}
+	if got := e.list("?state=CONFIGURE").ids(); len(got) != 0 {
+		t.Errorf("GET /runs?state=CONFIGURE = %v, want none", got)
 	}
 }

@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // Matches reports whether f selects r, paging aside (Before and Limit are
 // not looked at). It is the meaning every backend's ListRuns implements.
 func (f RunFilter) Matches(r Run) bool {
@@ -7,10 +9,20 @@ func (f RunFilter) Matches(r Run) bool {
 	case f.WorkflowID != "" && r.WorkflowID != f.WorkflowID,
 		f.State != "" && r.State != f.State,
 		f.Override != nil && r.Status != *f.Override,
-		!f.UpdatedAfter.IsZero() && !r.UpdatedAt.After(f.UpdatedAfter):
+		!f.UpdatedAfter.IsZero() && r.UpdatedAt.Before(f.ChangedFrom()):
 		return false
 	}
 	return true
+}
+
+// ChangedFrom is the earliest UpdatedAt a run may have to pass
+// f.UpdatedAfter: the first millisecond after it. Run times are shown at
+// millisecond precision (RFC 3339 with three decimals), so a run is after
+// T when its UpdatedAt, truncated to the millisecond, is later than T; a
+// run whose time is shown as T is not listed again by updated_after=T.
+// Meaningless when UpdatedAfter is zero.
+func (f RunFilter) ChangedFrom() time.Time {
+	return f.UpdatedAfter.Truncate(time.Millisecond).Add(time.Millisecond)
 }
 
 // NewerFirst reports whether run a comes before run b in ListRuns' order:

@@ -283,7 +283,9 @@ type RunFilter struct {
 	// (Snapshot.Status) is *Override; "" selects runs whose status is
 	// derived from their state.
 	Override *string
-	// UpdatedAfter, when not zero, keeps only runs changed after it.
+	// UpdatedAfter, when not zero, keeps only runs changed after it at
+	// millisecond precision: UpdatedAt truncated to the millisecond is
+	// later than UpdatedAfter (see ChangedFrom).
 	UpdatedAfter time.Time
 	// Before continues a list: only runs after this one in the list's
 	// order (older, or as old with a smaller ID). Zero: from the newest.

@@ -17,11 +17,22 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/asmp-dev/asmp/protocol"
 )
+
+// WantsHTML reports whether the request's Accept header names text/html
+// first, as browsers send it when they open a page. API clients (no
+// Accept, */*, or JSON first) get JSON.
+func WantsHTML(r *http.Request) bool {
+	first, _, _ := strings.Cut(r.Header.Get("Accept"), ",")
+	mt, _, err := mime.ParseMediaType(strings.TrimSpace(first))
+	return err == nil && mt == "text/html"
+}
 
 // DefaultMaxBody is the request body limit when none is configured (1 MiB).
 const DefaultMaxBody = 1 << 20

@@ -6,10 +6,11 @@ package console_test
 // test opens its own tabs. Every test fails on any console error or
 // uncaught exception of its pages, and saves screenshots of the pages it
 // visits to $ASMP_TEST_ARTIFACTS (default: a directory under os.TempDir()
-// that is kept, printed by the tests).
+// that is kept; scripts/test prints it, go test -v each file).
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +37,9 @@ import (
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 var (
@@ -218,12 +222,17 @@ type consoleServer struct {
 
 func newServer(t *testing.T, opts *server.Options) *consoleServer {
 	t.Helper()
-	st := memstore.New()
+	return newServerOn(t, memstore.New(), examples.All(), opts)
+}
+
+// newServerOn is newServer serving defs from st (which it closes at the end).
+func newServerOn(t *testing.T, st store.Store, defs []*workflow.Definition, opts *server.Options) *consoleServer {
+	t.Helper()
 	ledger, err := oip.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(st, examples.All(), &engine.Options{Invoker: oip.NewInvoker(ledger)})
+	eng, err := engine.New(st, defs, &engine.Options{Invoker: oip.NewInvoker(ledger)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +269,35 @@ func (s *consoleServer) state(t *testing.T, id string) string {
 		t.Fatal(err)
 	}
 	return r.State
+}
+
+// rewritingProxy is a test double in front of the server at target: it
+// passes every request on and hands the body of each successful answer to
+// path to edit before the browser sees it. It returns the double's URL.
+func rewritingProxy(t *testing.T, target, path string, edit func([]byte) []byte) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		if res.Request.URL.Path != path || res.StatusCode != http.StatusOK {
+			return nil
+		}
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		b = edit(b)
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	return ps.URL
 }
 
 func rowSel(id string) string { return `tr[data-run-id="` + id + `"]` }
@@ -309,6 +347,79 @@ func TestRunsPageListsAndFilters(t *testing.T) {
 	tb.do(chromedp.Navigate(s.url + "/console/#/runs"))
 	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 4`)
 	tb.shot("runs-phone-dark")
+}
+
+// More runs change between two polls than a page holds (the page size is
+// set in the address): the poll follows next_cursor, past its bound of
+// pages at the next poll, and shows every changed run, in the list's
+// order. A double in front of the server holds the first poll until 25
+// runs have started: 13 pages of 2, more than one poll reads.
+func TestRunsPollFollowsNextCursor(t *testing.T) {
+	s := newServer(t, nil)
+	s.start(t, "config-wizard-v1")
+	target, _ := url.Parse(s.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	polled, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/runs" && r.URL.Query().Has("updated_after") {
+			once.Do(func() { close(polled) })
+			<-release
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ps.Close)
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before ps.Close: a held poll must not keep it waiting
+	tb := newTab(t, "runs-many")
+	tb.do(chromedp.Navigate(ps.URL + "/console/#/runs?limit=2"))
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 1 && document.querySelector('.live')?.textContent.startsWith('Live')`)
+	select {
+	case <-polled:
+	case <-tb.ctx.Done():
+		t.Fatal("the page does not poll")
+	}
+	for i := range 25 {
+		s.start(t, []string{"config-wizard-v1", "expense-approval-v1"}[i%2])
+	}
+	open()
+	tb.waitJS(`document.querySelectorAll('tbody tr[data-run-id]').length === 26`)
+	got := strings.Split(tb.eval(`[...document.querySelectorAll('tbody tr[data-run-id]')].map((tr) => tr.dataset.runId).join(' ')`), " ")
+	if want := s.listOrder(t); !slices.Equal(got, want) {
+		t.Fatalf("rows in the order\n%v, want newest first\n%v", got, want)
+	}
+	tb.shot("runs-many-changed")
+}
+
+// listOrder is the ids of every run in the console's order: newest
+// updated_at as listed (to the millisecond) first, ties by run_id.
+func (s *consoleServer) listOrder(t *testing.T) []string {
+	t.Helper()
+	res, err := http.Get(s.url + "/runs?limit=500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var p struct {
+		Runs []struct {
+			RunID     string `json:"run_id"`
+			UpdatedAt string `json:"updated_at"`
+		} `json:"runs"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(p.Runs, func(a, b struct {
+		RunID     string `json:"run_id"`
+		UpdatedAt string `json:"updated_at"`
+	}) int {
+		return -cmp.Or(cmp.Compare(a.UpdatedAt, b.UpdatedAt), cmp.Compare(a.RunID, b.RunID))
+	})
+	var out []string
+	for _, r := range p.Runs {
+		out = append(out, r.RunID)
+	}
+	return out
 }
 
 // An operator drives config-wizard-v1 to DONE by clicking and typing, and
@@ -476,31 +587,17 @@ func TestLedgerReceiptVerification(t *testing.T) {
 	tb.shot("receipt-verified")
 
 	// A test double alters one byte of every inclusion proof.
-	target, _ := url.Parse(s.url)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(res *http.Response) error {
-		if res.Request.URL.Path != "/api/ledger/proof" {
-			return nil
-		}
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			return err
-		}
+	ps := rewritingProxy(t, s.url, "/api/ledger/proof", func(b []byte) []byte {
 		i := bytes.Index(b, []byte(`"proof":["`)) + len(`"proof":["`)
 		if b[i] == '0' {
 			b[i] = '1'
 		} else {
 			b[i] = '0'
 		}
-		res.Body = io.NopCloser(bytes.NewReader(b))
-		res.ContentLength = int64(len(b))
-		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	ps := httptest.NewServer(proxy)
-	t.Cleanup(ps.Close)
+		return b
+	})
 	tampered := newTab(t, "tampered")
-	tampered.do(chromedp.Navigate(ps.URL + "/console/#/ledger/" + invs[1]))
+	tampered.do(chromedp.Navigate(ps + "/console/#/ledger/" + invs[1]))
 	tampered.waitJS(`document.querySelector('#verdict')?.classList.contains('bad')`)
 	if got := tampered.text("#verdict"); !strings.Contains(got, "Not verified") {
 		t.Fatalf("tampered verdict %q", got)
@@ -547,53 +644,67 @@ func rowBody(desc string) string {
 	return `{"type":"directory_row","command":"echo","description":"` + desc + `","args":[{"name":"word","type":"string","required":true}]}`
 }
 
-// When the server reports versions per workflow (with their active runs)
-// the workflows page lists them, and a run's pinned version is shown. A
-// test double adds the fields the versions feature serves.
+// The workflows page lists a workflow's versions, newest first, with
+// their active runs, and a run's page names the version it is pinned to:
+// a changed definition served from the store of an older one, with runs
+// pinned to each.
 func TestWorkflowVersionsShown(t *testing.T) {
-	s := newServer(t, nil)
-	id := s.start(t, "config-wizard-v1")
-	v := "sha256:" + strings.Repeat("ab", 32)
-	target, _ := url.Parse(s.url)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(res *http.Response) error {
-		var add func(map[string]any)
-		switch {
-		case res.Request.URL.Path == "/workflows":
-			add = func(m map[string]any) {
-				for _, w := range m["workflows"].([]any) {
-					w.(map[string]any)["versions"] = []any{map[string]any{"version": v, "active_runs": 7}}
-				}
-			}
-		case res.Request.URL.Path == "/runs/"+id && res.StatusCode == 200:
-			add = func(m map[string]any) {
-				m["_links"] = map[string]any{"workflow_version": map[string]any{"href": s.url + "/workflows/x/versions/" + v, "method": "GET", "version": v}}
-			}
-		default:
-			return nil
-		}
-		var m map[string]any
-		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
-			return err
-		}
-		add(m)
-		b, _ := json.Marshal(m)
-		res.Body = io.NopCloser(bytes.NewReader(b))
-		res.ContentLength = int64(len(b))
-		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
+	src := func(extra string) []byte {
+		return []byte("workflow_id: versioned-v1\ninitial_state: INITIAL\nstates: {INITIAL: {}, " + extra + "DONE: {}}\n" +
+			"transitions: [{from: INITIAL, action: finish, to: DONE}]\n")
 	}
-	ps := httptest.NewServer(proxy)
-	t.Cleanup(ps.Close)
+	v1, err := workflow.Load("v1.yaml", src(""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := workflow.Load("v2.yaml", src("REVIEW: {}, "), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	old, err := engine.New(st, []*workflow.Definition{v1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onV1 []string
+	for range 2 {
+		r, err := old.StartRun(context.Background(), "versioned-v1", nil, engine.StartOptions{Actor: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onV1 = append(onV1, r.ID)
+	}
+	s := newServerOn(t, st, append([]*workflow.Definition{v2}, examples.All()...), nil)
+	onV2 := s.start(t, "versioned-v1")
+
 	tb := newTab(t, "versions")
-	tb.do(chromedp.Navigate(ps.URL + "/console/#/workflows"))
-	tb.waitJS(`document.querySelectorAll('table.versions tbody tr').length === 2`)
-	if got := tb.text(`table.versions tbody tr td:nth-child(2)`); got != "7" {
-		t.Fatalf("active runs %q", got)
+	tb.do(chromedp.Navigate(s.url + "/console/#/workflows"))
+	card := `[...document.querySelectorAll('.workflow-list .card')].find((c) => c.querySelector('h2')?.textContent === 'versioned-v1')`
+	tb.waitJS(card + `?.querySelectorAll('table.versions tbody tr').length === 2`)
+	got := tb.eval(`[...` + card + `.querySelectorAll('table.versions tbody tr')].map((tr) => tr.cells[0].title + '=' + tr.cells[1].textContent).join(' ')`)
+	if want := v2.Version() + "=1 " + v1.Version() + "=2"; got != want {
+		t.Fatalf("versions (version=active runs) %s, want %s", got, want)
 	}
-	if got := tb.eval(`document.querySelector('table.versions tbody td').title`); got != v {
-		t.Fatalf("version title %q", got)
+	tb.shot("workflow-versions")
+	for id, v := range map[string]string{onV1[0]: v1.Version(), onV2: v2.Version()} {
+		tb.do(chromedp.Navigate(s.url + "/console/#/runs/" + id))
+		tb.waitJS(`document.querySelector('h1.run-id')?.textContent === ` + strconv.Quote(id) + ` && [...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
 	}
-	tb.do(chromedp.Navigate(ps.URL + "/console/#/runs/" + id))
-	tb.waitJS(`[...document.querySelectorAll('.summary dd')].some((d) => d.title === ` + strconv.Quote(v) + `)`)
+}
+
+// A browser opening a console address that holds no file gets a page in
+// the console's style (its stylesheet loads under the CSP) that links back
+// to the console.
+func TestNotFoundPage(t *testing.T) {
+	s := newServer(t, nil)
+	tb := newTab(t, "not-found")
+	tb.do(chromedp.Navigate(s.url + "/console/js/deep/nope.js"))
+	tb.waitJS(`document.querySelector('h1')?.textContent === 'Not found' && document.styleSheets.length === 1 && document.styleSheets[0].cssRules.length > 0`)
+	if got := tb.text(".notice.error"); !strings.Contains(got, "/console/js/deep/nope.js") {
+		t.Fatalf("the page reads %q", got)
+	}
+	tb.shot("not-found")
+	if got := tb.eval(`document.querySelector('.notice.error a').href`); got != s.url+"/console/" {
+		t.Fatalf("the page links to %s", got)
+	}
 }

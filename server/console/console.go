@@ -12,11 +12,15 @@ package console
 import (
 	"bytes"
 	"embed"
+	"html"
 	"io/fs"
 	"net/http"
 	"path"
 	"strings"
 	"time"
+
+	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/protocol"
 )
 
 //go:embed static
@@ -52,9 +56,7 @@ func Handler(prefix string) http.Handler {
 		}
 		clean := path.Clean("/" + name)[1:]
 		if st, err := fs.Stat(files, clean); err != nil || st.IsDir() {
-			h.Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte("No console file at " + r.URL.Path + "; open " + prefix + "\n"))
+			notFound(w, r, prefix, name)
 			return
 		}
 		if clean == "index.html" {
@@ -68,4 +70,50 @@ func Handler(prefix string) http.Handler {
 		r2.URL.Path = "/" + clean
 		fsrv.ServeHTTP(w, r2)
 	})
+}
+
+// notFound answers a path under the console that holds no file (name is
+// the path below prefix, the console's root): as every error of the server, a
+// JSON body with a hint, except for a browser opening it as a page
+// (text/html first in Accept), which gets a small page in the console's
+// style with a link to it.
+func notFound(w http.ResponseWriter, r *http.Request, prefix, name string) {
+	w.Header().Add("Vary", "Accept")
+	// The console's root, relative to the asked path, so that the link
+	// also holds behind a proxy that serves the server under a prefix.
+	root := strings.Repeat("../", strings.Count(name, "/"))
+	if root == "" {
+		root = "./"
+	}
+	if !httpx.WantsHTML(r) {
+		httpx.WriteError(w, nil, protocol.Errorf(protocol.ENotFound,
+			"The console has no file at %s. Open the console at %s; its pages are addressed after the # (%s#/runs).",
+			protocol.Truncate(r.URL.Path, 200), prefix, prefix))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write([]byte(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Not found · asmp console</title>
+<link rel="stylesheet" href="` + root + `console.css">
+<link rel="icon" href="` + root + `favicon.svg" type="image/svg+xml">
+</head>
+<body>
+<main id="main">
+<h1>Not found</h1>
+<p class="notice error" role="alert">The console has no file at <code>` + html.EscapeString(protocol.Truncate(r.URL.Path, 200)) + `</code>. <a href="` + root + `">Open the console</a>.</p>
+</main>
+</body>
+</html>
+`))
 }

@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,4 +110,82 @@ func TestTaskProgressAndKeyboard(t *testing.T) {
 	tb.waitJS(`document.querySelector('#task-progress')?.value > 0`)
 	tb.shot("run-progress")
 	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'PAID' && document.querySelector('.progress-hint').textContent.includes('Paid')`)
+}
+
+// A checkpoint whose Ed25519 signature is well formed (the pinned key's
+// name and key hash, 64 bytes) but wrong in one byte is not verified: the
+// signature step fails, although the proof leads to the root the
+// checkpoint names. The test double changes only the signature.
+func TestBrowserRefusesWrongCheckpointSignature(t *testing.T) {
+	s := newServer(t, nil)
+	var inv string
+	for i := range 3 {
+		rc, err := s.ledger.Dispatch(context.Background(), "row-"+strconv.Itoa(i), []byte(rowBody("Version "+strconv.Itoa(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv = rc.InvID
+	}
+	var forged atomic.Int32
+	ps := rewritingProxy(t, s.url, "/api/ledger/proof", func(b []byte) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Errorf("proof: %v", err)
+			return b
+		}
+		note, _ := m["checkpoint"].(string)
+		m["checkpoint"] = wrongSignatures(t, note)
+		forged.Add(1)
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Error(err)
+		}
+		return out
+	})
+	tb := newTab(t, "forged-signature")
+	// Pin the server's key first, from the server itself.
+	tb.do(chromedp.Navigate(s.url + "/console/#/ledger/" + inv))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('ok')`)
+	// The same origin through the double: the pinned key stays.
+	tb.do(chromedp.Navigate(ps + "/console/#/ledger/" + inv))
+	tb.waitJS(`document.querySelector('#verdict')?.classList.contains('bad')`)
+	if forged.Load() == 0 {
+		t.Fatal("the double changed no proof")
+	}
+	if got := tb.text("#verdict"); !strings.Contains(got, "Not verified") {
+		t.Fatalf("verdict %q", got)
+	}
+	if got := tb.text("#pinned-key"); got != s.ledger.VerifierKey() {
+		t.Fatalf("checked against %q, want the server's key %q", got, s.ledger.VerifierKey())
+	}
+	if got := tb.text(".steps li.bad"); !strings.Contains(got, "signed by the pinned key") || !strings.Contains(got, "invalid") {
+		t.Fatalf("failed step %q, want the signature step", got)
+	}
+	if n := tb.eval(`String(document.querySelectorAll('.steps li.bad').length) + '/' + document.querySelectorAll('.steps li.ok').length`); n != "1/2" {
+		t.Fatalf("steps failed/passed: %s, want only the signature step failed", n)
+	}
+	tb.shot("receipt-wrong-signature")
+}
+
+// wrongSignatures changes one byte of the Ed25519 signature (past the
+// 4-byte key hash) of every signature line of a signed note.
+func wrongSignatures(t *testing.T, note string) string {
+	t.Helper()
+	i := strings.LastIndex(note, "\n\n")
+	if i < 0 {
+		t.Errorf("not a signed note: %q", note)
+		return note
+	}
+	out := note[:i+2]
+	for _, line := range strings.Split(strings.TrimSuffix(note[i+2:], "\n"), "\n") {
+		name, b64, ok := strings.Cut(strings.TrimPrefix(line, "— "), " ")
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if !ok || err != nil || len(sig) != 4+64 {
+			t.Errorf("signature line %q", line)
+			return note
+		}
+		sig[4+17] ^= 0x20
+		out += "— " + name + " " + base64.StdEncoding.EncodeToString(sig) + "\n"
+	}
+	return out
 }

@@ -359,13 +359,13 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 		sec, nsec := timeKey(f.Before.UpdatedAt)
 		at = s.idx.prev(s.idx.seek(&probe{ikey: ikey{group: g, sec: sec, nsec: nsec, slot: -1}, id: []byte(f.Before.ID)}))
 	}
-	asec, ansec := timeKey(f.UpdatedAfter)
+	asec, ansec := timeKey(f.ChangedFrom())
 	for ; s.idx.valid(at) && (f.Limit <= 0 || len(out) < f.Limit); at = s.idx.prev(at) {
 		k := s.idx.key(at)
 		if k.group != g {
 			break
 		}
-		if !f.UpdatedAfter.IsZero() && (k.sec < asec || k.sec == asec && k.nsec <= ansec) {
+		if !f.UpdatedAfter.IsZero() && (k.sec < asec || k.sec == asec && k.nsec < ansec) {
 			break
 		}
 		e := s.rec(k.slot)

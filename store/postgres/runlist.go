@@ -31,7 +31,7 @@ func listRunsQuery(f store.RunFilter) (string, []any) {
 		where = append(where, "status = "+arg(*f.Override))
 	}
 	if !f.UpdatedAfter.IsZero() {
-		where = append(where, "updated_at > "+arg(f.UpdatedAfter))
+		where = append(where, "updated_at >= "+arg(f.ChangedFrom()))
 	}
 	if !f.Before.IsZero() {
 		where = append(where, "(updated_at, id) < ("+arg(f.Before.UpdatedAt)+", "+arg(f.Before.ID)+")")

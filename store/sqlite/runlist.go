@@ -30,7 +30,7 @@ func listRunsQuery(f store.RunFilter) (string, []any) {
 		}
 	}
 	if !f.UpdatedAfter.IsZero() {
-		where, args = append(where, "updated_at > ?"), append(args, nanos(f.UpdatedAfter))
+		where, args = append(where, "updated_at >= ?"), append(args, nanos(f.ChangedFrom()))
 	}
 	if !f.Before.IsZero() {
 		where, args = append(where, "(updated_at, id) < (?, ?)"), append(args, nanos(f.Before.UpdatedAt), f.Before.ID)

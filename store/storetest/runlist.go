@@ -13,6 +13,7 @@ import (
 var runListTests = []test[store.RunStore]{
 	{"ListRunsFilters", testListRunsFilters},
 	{"ListRunsPaging", testListRunsPaging},
+	{"ListRunsUpdatedAfterMillisecond", testListRunsUpdatedAfterMillisecond},
 }
 
 // listFixture stores twelve runs over two workflows, three states and
@@ -147,6 +148,50 @@ func testListRunsPaging(t *testing.T, s store.RunStore) {
 			}
 			if !slices.Equal(paged, want) {
 				t.Fatalf("filter %+v, pages of %d: %v, want %v", f, limit, paged, want)
+			}
+		}
+	}
+}
+
+// updated_after compares at millisecond precision, the precision run
+// times are shown at: a run whose UpdatedAt falls within the millisecond
+// of UpdatedAfter is not after it, one of the next millisecond is. The
+// offsets are whole microseconds, which every backend keeps.
+func testListRunsUpdatedAfterMillisecond(t *testing.T, s store.RunStore) {
+	at := map[string]time.Duration{
+		"run-a": time.Millisecond,                        // the millisecond itself, as shown
+		"run-b": time.Millisecond + 250*time.Microsecond, // within it
+		"run-c": 2*time.Millisecond - time.Microsecond,   // its last microsecond
+		"run-d": 2 * time.Millisecond,                    // the next one
+		"run-e": 3*time.Millisecond + 500*time.Microsecond,
+		"run-f": 0, // the one before
+	}
+	for _, id := range []string{"run-a", "run-b", "run-c", "run-d", "run-e", "run-f"} {
+		c := NewRun(id)
+		c.Run.UpdatedAt = t0.Add(at[id])
+		c.Event.Snapshot = c.Run.Snapshot
+		if err := s.CreateRun(ctx(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		after time.Duration
+		want  []string
+	}{
+		{time.Millisecond, []string{"run-e", "run-d"}},
+		{time.Millisecond + 250*time.Microsecond, []string{"run-e", "run-d"}}, // a finer time: its millisecond
+		{2*time.Millisecond - time.Microsecond, []string{"run-e", "run-d"}},
+		{2 * time.Millisecond, []string{"run-e"}},
+		{0, []string{"run-e", "run-d", "run-c", "run-b", "run-a"}},
+		{-time.Microsecond, []string{"run-e", "run-d", "run-c", "run-b", "run-a", "run-f"}},
+	} {
+		for _, f := range []store.RunFilter{{UpdatedAfter: t0.Add(tc.after)}, {UpdatedAfter: t0.Add(tc.after), State: "START"}} {
+			got, err := s.ListRuns(ctx(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(runIDs(got), tc.want) {
+				t.Errorf("ListRuns(%+v) = %v, want %v", f, runIDs(got), tc.want)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 // Runs page: the server's runs newest first (GET /runs), filtered by
 // workflow, state and status, kept live by polling GET /runs?updated_after=
-// every 2 s at most while the page is open.
+// every 2 s at most while the page is open. A poll follows next_cursor
+// (up to POLL_PAGES pages; a longer sweep goes on at the next poll), so
+// that no change is lost when more runs change in one interval than a
+// page holds.
 
 import { api } from './api.js';
 import { badge, errorBox, fill, h, shortId, timeAgo } from './dom.js';
@@ -8,6 +11,7 @@ import { shortVersion } from './workflows.js';
 
 const STATUSES = ['active', 'awaiting_input', 'processing', 'completed', 'failed'];
 const POLL_MS = 2000;
+const POLL_PAGES = 10; // pages one poll reads at most
 
 export async function mount(main, q) {
   const filters = {
@@ -15,6 +19,9 @@ export async function mount(main, q) {
     state: q.get('state') || '',
     status: q.get('status') || '',
   };
+  // The page size, from the address (limit=N) or the defaults: it is
+  // passed on as given, so a bad one gets the server's hint.
+  const limit = q.get('limit') || '';
   let catalog = [];
   const errors = h('div', { class: 'errors', 'aria-live': 'polite' });
   try {
@@ -47,6 +54,7 @@ export async function mount(main, q) {
     const wdef = catalog.find((w) => w.workflow_id === wfv);
     if (st && (!wdef || wdef.states.includes(st))) p.set('state', st);
     if (status) p.set('status', status);
+    if (limit) p.set('limit', limit);
     location.hash = '#/runs' + (p.toString() ? `?${p}` : '');
   }
 
@@ -65,7 +73,8 @@ export async function mount(main, q) {
 
   const rows = new Map(); // run_id -> {run, tr}
   let cursor = null;
-  let newest = '';
+  let newest = ''; // polls ask for the runs changed after this (the newest updated_at seen)
+  let sweep = null; // a poll's walk of the changed runs cut short by POLL_PAGES: {cursor, top}
   let stopped = false;
   let timer = 0;
 
@@ -81,14 +90,22 @@ export async function mount(main, q) {
       h('td', null, timeAgo(r.updated_at)));
   }
 
-  function upsert(r, atTop) {
-    if (r.updated_at > newest) newest = r.updated_at;
+  // The list's order: newest updated_at first, ties by run_id.
+  const newer = (a, b) => (a.updated_at !== b.updated_at ? a.updated_at > b.updated_at : a.run_id > b.run_id);
+
+  function upsert(r, changed) {
     const old = rows.get(r.run_id);
-    if (old && atTop && old.run.updated_at === r.updated_at && old.run.state === r.state && old.run.status === r.status) return;
+    if (old && changed && old.run.updated_at === r.updated_at && old.run.state === r.state && old.run.status === r.status) return;
     if (old) { old.tr.remove(); rows.delete(r.run_id); }
     if (!matches(r)) return;
     const tr = row(r);
-    if (atTop) { tbody.prepend(tr); tr.classList.add('changed'); } else tbody.append(tr);
+    if (changed) {
+      // In order among the rows (the pages of one poll come newest first,
+      // a sweep that goes on at the next poll brings older ones after).
+      const before = [...tbody.children].find((el) => newer(r, rows.get(el.dataset.runId).run));
+      tbody.insertBefore(tr, before || null);
+      tr.classList.add('changed');
+    } else tbody.append(tr);
     rows.set(r.run_id, { run: r, tr });
   }
 
@@ -101,7 +118,7 @@ export async function mount(main, q) {
 
   async function load(after) {
     try {
-      const page = await api(`/runs?${params({ cursor: after, limit: 50 })}`);
+      const page = await api(`/runs?${params({ cursor: after, limit: limit || '50' })}`);
       for (const r of page.runs) upsert(r, false);
       cursor = page.next_cursor;
       more.hidden = !cursor;
@@ -118,11 +135,25 @@ export async function mount(main, q) {
     if (document.hidden) { timer = setTimeout(poll, POLL_MS); return; } // a hidden tab asks nothing
     try {
       // Every run changed since the newest seen, whatever the filters: a
-      // run that left the filtered set is taken off the list.
-      const p = new URLSearchParams({ limit: '500' });
-      if (newest) p.set('updated_after', newest);
-      const page = await api(`/runs?${p}`);
-      for (const r of [...page.runs].reverse()) upsert(r, true);
+      // run that left the filtered set is taken off the list. The pages
+      // are followed to the end (newest moves on only then), POLL_PAGES
+      // at a time.
+      let next = sweep ? sweep.cursor : null;
+      let top = sweep ? sweep.top : newest;
+      for (let n = 0; n < POLL_PAGES; n++) {
+        const p = new URLSearchParams({ limit: limit || '500' });
+        if (newest) p.set('updated_after', newest);
+        if (next) p.set('cursor', next);
+        const page = await api(`/runs?${p}`);
+        for (const r of page.runs) {
+          if (r.updated_at > top) top = r.updated_at;
+          upsert(r, true);
+        }
+        next = page.next_cursor;
+        if (!next || stopped) break;
+      }
+      if (next) sweep = { cursor: next, top };
+      else { sweep = null; newest = top; }
       empty.hidden = rows.size > 0;
       live.textContent = `Live · checked ${new Date().toLocaleTimeString()}`;
       live.classList.remove('stale');
@@ -133,7 +164,17 @@ export async function mount(main, q) {
     if (!stopped) timer = setTimeout(poll, POLL_MS);
   }
 
-  if (!(await load(null))) {
+  // The newest change of all runs, whatever the filters, read before the
+  // list: polls go on from it (a run changed in between is in both).
+  let head = true;
+  try {
+    const page = await api('/runs?limit=1');
+    if (page.runs.length) newest = page.runs[0].updated_at;
+  } catch (e) {
+    errors.replaceChildren(errorBox(e, 'Runs'));
+    head = false;
+  }
+  if (!head || !(await load(null))) {
     // A list the server refuses (a bad filter) is not polled either.
     live.textContent = 'Not live';
     live.classList.add('stale');
