@@ -491,6 +491,12 @@ func TestTypedInputsAndCriticalConfirmation(t *testing.T) {
 	tb.do(chromedp.SendKeys(chromedp.CSS("#in-submit-amount"), "42.5"))
 	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="submit"]`)))
 	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'REVIEW'`)
+	// A person reads the state's CLI hint, with the run's data; the agents'
+	// hint is the title.
+	tb.waitJS(`document.querySelector('.run-hint').textContent.includes('Team lunch: 42.5 EUR')`)
+	if title := tb.eval(`document.querySelector('.run-hint').title`); !strings.Contains(title, "approve is offered only up to the approval limit") {
+		t.Fatalf("the agents' hint as the title: %q", title)
+	}
 	// reject is critical: Cancel in the dialog sends nothing.
 	tb.do(chromedp.SendKeys(chromedp.CSS("#in-reject-reason"), "no receipt"))
 	tb.do(chromedp.Click(chromedp.CSS(`button[data-action="reject"]`)))

@@ -106,6 +106,7 @@ export async function mount(main, runId) {
         card('History', history))));
 
   let cli = null;
+  let cliState = null; // the state cli was fetched for
   let stopped = false;
   let drawnState = null; // the state the diagram shows
   const ctrl = new AbortController();
@@ -124,6 +125,7 @@ export async function mount(main, runId) {
     }
     if (gen !== generation) return; // a newer frame came meanwhile: its refresh draws
     cli = got;
+    cliState = next.state;
     renderAct();
     loadHistory();
     if (next.state !== drawnState) {
@@ -143,12 +145,23 @@ export async function mount(main, runId) {
       h('dt', null, 'Version'), h('dd', null, String(version || '')),
       wfVersion() ? [h('dt', null, 'Workflow version'), h('dd', { class: 'mono', title: wfVersion() }, shortVersion(wfVersion()))] : null,
       frame.milestones && frame.milestones.length ? [h('dt', null, 'Milestones'), h('dd', null, frame.milestones.join(' → '))] : null);
-    hint.textContent = frame.hint || '';
+    renderHint();
     progress.hidden = frame.status !== 'processing';
     data.textContent = JSON.stringify(frame.data || {}, null, 2);
   }
 
+  // The hint a person reads: the state's CLI hint (worded for people, with
+  // the run's data), else the frame's, which is worded for agents and is
+  // kept as the element's title. cli is the last one fetched: used only
+  // while it is the CLI of the frame's state.
+  function renderHint() {
+    const human = cli && cliState === frame.state && cli.hint;
+    hint.textContent = human || frame.hint || '';
+    hint.title = human && frame.hint && human !== frame.hint ? `For agents: ${frame.hint}` : '';
+  }
+
   function renderAct() {
+    renderHint();
     const offered = new Map((frame.next_states || []).map((n) => [n.action, n]));
     const options = (cli && cli.options) || [...offered.keys()].map((a) => ({ action: a, label: a }));
     if (!options.length) {
@@ -178,7 +191,6 @@ export async function mount(main, runId) {
     });
     fill(act,
       cli && cli.prompt ? h('h3', { class: 'prompt' }, cli.prompt) : null,
-      cli && cli.hint && cli.hint !== frame.hint ? h('p', { class: 'muted' }, cli.hint) : null,
       cli && cli.input_hint ? h('p', { class: 'input-hint muted' }, cli.input_hint) : null,
       list);
   }
