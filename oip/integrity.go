@@ -90,6 +90,9 @@ func checkRecord(sr store.LedgerRecord, seq int64) ([hashSize]byte, error) {
 // range of the newest stored checkpoint by the added records' leaves and
 // signs the new tree head.
 func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord) (store.LedgerCheckpoint, error) {
+	if err := s.checkExtends(prev); err != nil {
+		return store.LedgerCheckpoint{}, err
+	}
 	r := rangeFactory.NewEmptyRange(0)
 	var prevSize int64
 	if prev != nil {
@@ -124,6 +127,53 @@ func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord)
 		TreeSize: size, PrevSize: prevSize, RootHash: hex.EncodeToString(root), Note: n,
 		PublicKey: s.key.vkey, Range: slices.Clone(r.Hashes()), Time: s.now().UTC(),
 	}, nil
+}
+
+// checkExtends checks, before an append signs, that the store's newest
+// checkpoint prev extends the newest checkpoint this service signed (or
+// checked at start): not a smaller tree, and the same root at that size.
+// Otherwise records were removed or rewritten under the running server,
+// and signing would bind a second root to a tree size already signed.
+// A larger tree (another replica's appends) is compared with the checked
+// tree when that has reached it; the background checks cover the rest.
+func (s *Service) checkExtends(prev *store.LedgerCheckpoint) error {
+	s.signedMu.Lock()
+	mine := s.signed
+	s.signedMu.Unlock()
+	if mine.TreeSize == 0 {
+		return nil
+	}
+	var have store.LedgerCheckpoint
+	if prev != nil {
+		have = *prev
+	}
+	switch {
+	case have.TreeSize < mine.TreeSize:
+		return &TamperError{Seq: have.TreeSize + 1, What: fmt.Sprintf("the database's newest checkpoint is of tree size %d, but this server signed one of tree size %d: records %d..%d and their checkpoints were removed while it ran; the append was refused so that no seq is issued twice and no second root is signed for a tree size", have.TreeSize, mine.TreeSize, have.TreeSize+1, mine.TreeSize), Hint: tamperHint}
+	case have.TreeSize == mine.TreeSize && have.RootHash != mine.RootHash:
+		return &TamperError{What: fmt.Sprintf("the database's checkpoint of tree size %d has root %s, but this server signed %s for that size: the ledger was rewritten while it ran; the append was refused", have.TreeSize, have.RootHash, mine.RootHash), Hint: tamperHint}
+	case have.TreeSize > mine.TreeSize:
+		s.mu.RLock()
+		var root []byte
+		if s.treeOK && int64(s.tree.size()) >= have.TreeSize {
+			root, _ = s.tree.root(uint64(have.TreeSize))
+		}
+		s.mu.RUnlock()
+		if root != nil && hex.EncodeToString(root) != have.RootHash {
+			return &TamperError{What: fmt.Sprintf("the database's checkpoint of tree size %d has root %s, the checked tree %x: the ledger was rewritten while the server ran; the append was refused", have.TreeSize, have.RootHash, root), Hint: tamperHint}
+		}
+	}
+	return nil
+}
+
+// noteSigned remembers ck as the newest checkpoint signed (or checked at
+// start), after its transaction committed.
+func (s *Service) noteSigned(ck Checkpoint) {
+	s.signedMu.Lock()
+	if ck.TreeSize > s.signed.TreeSize {
+		s.signed = ck
+	}
+	s.signedMu.Unlock()
 }
 
 // wireCheckpoint is the API form of a stored checkpoint.

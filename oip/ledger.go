@@ -117,6 +117,11 @@ type Service struct {
 	headPath string // "" with an ephemeral key
 	headMu   sync.Mutex
 	headSize int64 // tree size of the head file last written or read
+	// signed is the newest checkpoint this service signed, or checked at
+	// start (the head file's, in memory): an append is refused unless the
+	// store's newest checkpoint extends it (checkExtends).
+	signedMu sync.Mutex
+	signed   Checkpoint
 	base     int64 // the ledger's size at start: the background pass checks 1..base
 	onTamper func(error)
 	tamperMu sync.Once
@@ -290,6 +295,11 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
 			return Record{}, pe
+		}
+		var te *TamperError
+		if errors.As(err, &te) {
+			s.tamper(te)
+			return Record{}, &protocol.Error{Code: protocol.EUnavailable, Hint: "The ledger in the database no longer extends the checkpoint this server signed last (records or checkpoints were removed or rewritten); nothing was appended and the server is stopping. See its log.", Err: te}
 		}
 		return Record{}, fmt.Errorf("oip: append to ledger: %w", err)
 	}

@@ -49,6 +49,9 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 	if err := s.checkHeadFile(ctx, n, latest, none, upgraded || isShared(s.st), o.ResetHead); err != nil {
 		return err
 	}
+	if !none {
+		s.noteSigned(wireCheckpoint(s.origin, latest))
+	}
 	// The records added since the last full check, from its checkpoint.
 	from := store.LedgerCheckpoint{}
 	if v, err := s.st.LedgerVerified(ctx); err != nil {
@@ -119,6 +122,7 @@ func (s *Service) checkHeadFile(ctx context.Context, n int64, latest store.Ledge
 			return err
 		}
 		s.headSize = head.TreeSize
+		s.noteSigned(head)
 	case !ok && n > 0 && !mayCreate && !reset:
 		return &TamperError{What: fmt.Sprintf("the head file %s is missing but the ledger holds %d records", s.headPath, n),
 			Hint: "Restore the head file from the backup kept with the key file; or, to accept the database's ledger as it is (a database restored on purpose), start once with --ledger-reset-head"}
@@ -229,7 +233,11 @@ func (s *Service) rotateKey(ctx context.Context, old store.LedgerCheckpoint) err
 // called after ck's transaction committed, so the head file is never
 // ahead of the database.
 func (s *Service) advanceHead(ck store.LedgerCheckpoint) {
-	if s.headPath == "" || ck.TreeSize == 0 {
+	if ck.TreeSize == 0 {
+		return
+	}
+	s.noteSigned(wireCheckpoint(s.origin, ck))
+	if s.headPath == "" {
 		return
 	}
 	s.headMu.Lock()

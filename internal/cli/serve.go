@@ -433,6 +433,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	case err := <-tampered:
 		log.Error("stopping: the ledger failed its integrity check", "err", err)
 		workers.Stop(0)
+		// The request that found it (an append refused) gets its answer.
+		srv.Shutdown()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
 		_ = hs.Close()
 		return err
 	case <-sigCtx.Done():
