@@ -2,6 +2,7 @@ package oip
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -128,9 +129,14 @@ func TestCheckRefusesEachForgery(t *testing.T) {
 		{name: "no canonical bytes", forge: func(f *forged, _ store.Store) {
 			f.recs = editRec(2, func(r *store.LedgerRecord) { r.Canonical = nil })
 		}, want: "record seq 2: has no stored canonical bytes", seq: 2},
-		{name: "an entry_hash of other bytes", forge: func(f *forged, _ store.Store) {
-			f.recs = editRec(2, func(r *store.LedgerRecord) { r.EntryHash = strings.Repeat("0", 64) })
-		}, want: "record seq 2: entry_hash", seq: 2},
+		{name: "a body other than its bytes", forge: func(f *forged, _ store.Store) {
+			f.recs = editRec(2, func(r *store.LedgerRecord) { r.Body = json.RawMessage(`{"type":"directory_row"}`) })
+		}, want: "record seq 2: (", seq: 2},
+		{name: "bytes other than the leaf signed", forge: func(f *forged, _ store.Store) {
+			f.recs = editRec(2, func(r *store.LedgerRecord) {
+				r.Canonical = []byte(strings.Replace(string(r.Canonical), `"seq":2`, `"seq":9`, 1))
+			})
+		}, want: "records 2..2 do not make the root signed in the checkpoint of tree size 2", seq: 2},
 		{name: "a removed checkpoint in the chain", forge: func(f *forged, _ store.Store) { f.cks = dropCk(3) },
 			want: "the checkpoint of tree size 3 was removed"},
 		{name: "a checkpoint of another root", forge: func(f *forged, _ store.Store) {

@@ -279,6 +279,11 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 		if r.EntryHash, leaf, canon, err = hashes(r); err != nil {
 			return store.LedgerRecord{}, err
 		}
+		// The body column holds the body as the canonical bytes do, so
+		// that checking it against them is a comparison of bytes.
+		if r.Body = canonicalBody(canon); r.Body == nil {
+			return store.LedgerRecord{}, fmt.Errorf("oip: the canonical bytes of %s hold no body", r.InvID)
+		}
 		built = r
 		ts, err := time.Parse(TimeFormat, r.Timestamp)
 		if err != nil {
@@ -684,7 +689,8 @@ func (s *Service) Directory(ctx context.Context, after string, limit int) (Direc
 		}
 	}
 	for _, sr := range recs {
-		if _, err := s.checked(sr); err != nil {
+		sr, err := s.checkedStore(sr)
+		if err != nil {
 			return DirectoryPage{}, err
 		}
 		page.Rows = append(page.Rows, DirectoryRow{Key: sr.Key, Type: row.Category, Row: *s.decodeRow(sr), InvID: sr.InvID})
@@ -715,10 +721,7 @@ func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord
 		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", protocol.Truncate(key, 140), TypeDirectoryRow).
 			With("field", "object_key")
 	}
-	if _, err := s.checked(head); err != nil {
-		return store.LedgerRecord{}, err
-	}
-	return head, nil
+	return s.checkedStore(head)
 }
 
 // compiled is a decoded row version with its command builder.

@@ -345,10 +345,24 @@ func (s *Service) waitTree(ctx context.Context) error {
 	}
 }
 
-// checked checks a record read from the store against its canonical bytes
-// and, once the tree is verified, against its leaf. A mismatch stops the
-// server (OnTamper) and is answered as a server fault.
+// checked checks a record read from the store against its canonical
+// bytes and, once the tree is verified, against its leaf, and returns it
+// as those bytes say (see checkedStore).
 func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
+	rec, err := s.checkedStore(sr)
+	if err != nil {
+		return Record{}, err
+	}
+	return fromStore(rec), nil
+}
+
+// checkedStore checks a record read from the store: its body column and
+// every other column against its stored canonical bytes, and, once the
+// tree is verified, the leaf those bytes make against the tree. It
+// returns the record with the body of those bytes: whatever is served or
+// executed is what the leaf is the hash of. A mismatch stops the server
+// (OnTamper) and is answered as a server fault.
+func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error) {
 	leaf, err := checkRecord(sr, sr.Seq)
 	if err == nil {
 		s.mu.RLock()
@@ -357,11 +371,14 @@ func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
 		}
 		s.mu.RUnlock()
 	}
+	if err == nil {
+		sr, err = decodeRecord(sr)
+	}
 	if err != nil {
 		s.tamper(err)
-		return Record{}, &protocol.Error{Code: protocol.EInternal, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
+		return store.LedgerRecord{}, &protocol.Error{Code: protocol.EInternal, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
 	}
-	return fromStore(sr), nil
+	return sr, nil
 }
 
 // tamper reports a failed integrity check, once.
