@@ -232,6 +232,22 @@ func TestStartRefusals(t *testing.T) {
 			t.Fatalf("the reset head file: %+v %v %v", head, ok, err)
 		}
 	})
+	t.Run("a replica's first start", func(t *testing.T) {
+		// A store other servers append to (Options.SharedStore): a
+		// replica without a head file of its own creates it; the same
+		// store not declared shared is refused.
+		st, key := fiveRecords(t)
+		os.Remove(HeadPath(key))
+		if _, err := New(st, &Options{KeyPath: key}); err == nil || !strings.Contains(err.Error(), "is missing") {
+			t.Fatalf("New without the head file, not shared: %v", err)
+		}
+		if _, err := New(st, &Options{KeyPath: key, SharedStore: true}); err != nil {
+			t.Fatal(err)
+		}
+		if head, ok, err := readHead(HeadPath(key)); !ok || err != nil || head.TreeSize != 5 {
+			t.Fatalf("the replica's head file: %+v %v %v", head, ok, err)
+		}
+	})
 	t.Run("a head file that is not signed", func(t *testing.T) {
 		st, key := fiveRecords(t)
 		b, _ := os.ReadFile(HeadPath(key))

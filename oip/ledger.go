@@ -83,6 +83,11 @@ type Options struct {
 	// file from the newest stored checkpoint (after restoring a backup on
 	// purpose). Without it such a start is refused.
 	ResetHead bool
+	// SharedStore says that other servers append to the same store
+	// (replicas on Postgres): a replica's first start, with no head file
+	// of its own yet, creates it from the database's newest checkpoint
+	// instead of refusing to start on a non-empty ledger.
+	SharedStore bool
 	// OnTamper is called (once) when a record read or the background pass
 	// finds the ledger does not match what was signed; the server stops.
 	// nil only logs.

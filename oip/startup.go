@@ -46,7 +46,7 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 			rotate = true
 		}
 	}
-	if err := s.checkHeadFile(ctx, n, latest, none, upgraded || isShared(s.st), o.ResetHead); err != nil {
+	if err := s.checkHeadFile(ctx, n, latest, none, upgraded || o.SharedStore, o.ResetHead); err != nil {
 		return err
 	}
 	if !none {
@@ -98,13 +98,6 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 		}
 	}
 	return nil
-}
-
-// isShared reports whether several processes share the store (Postgres):
-// a replica's first start has no head file of its own yet.
-func isShared(st store.LedgerStore) bool {
-	_, ok := st.(store.Notifier)
-	return ok
 }
 
 // checkHeadFile checks the ledger against the head file, or writes one.

@@ -325,8 +325,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		return err
 	}
 	tampered := make(chan error, 1)
+	_, replicated := st.(*postgres.Store) // replicas share a Postgres database
 	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor,
-		RotateKey: f.rotateKey, ResetHead: f.resetHead,
+		RotateKey: f.rotateKey, ResetHead: f.resetHead, SharedStore: replicated,
 		OnTamper: func(err error) {
 			select {
 			case tampered <- err:
