@@ -83,10 +83,16 @@ func (s *Service) mayRunForWorkflow(ctx context.Context, rec store.LedgerRecord)
 		rec.Key, rec.InvID, rec.Source, held, workflow.PinRow(rec.Key, "inv_ID")), nil
 }
 
-// pinnedRow returns the directory row version ref pins, checking it is one
-// of key; notFound is the hint when it is not.
+// pinnedRow returns the directory row version ref pins, checked against
+// its leaf, checking it is one of key; notFound is the hint when it is
+// not.
 func (s *Service) pinnedRow(ctx context.Context, key, invID string) (rec store.LedgerRecord, notFound string, err error) {
 	rec, err = s.st.LedgerRecord(ctx, invID)
+	if err == nil {
+		if rec, err = s.checkedStore(rec); err != nil {
+			return store.LedgerRecord{}, "", err
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) || err == nil && (rec.Type != TypeDirectoryRow || rec.Key != key) {
 		return rec, fmt.Sprintf("The workflow pins the directory row %s at version %s, which is not a version of that row in the ledger; pin an inv_ID from GET /api/dispatch?key=%s&history=true.", key, protocol.Truncate(invID, 64), key), nil
 	}

@@ -2,6 +2,7 @@ package oip
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -128,9 +129,14 @@ func TestCheckRefusesEachForgery(t *testing.T) {
 		{name: "no canonical bytes", forge: func(f *forged, _ store.Store) {
 			f.recs = editRec(2, func(r *store.LedgerRecord) { r.Canonical = nil })
 		}, want: "record seq 2: has no stored canonical bytes", seq: 2},
-		{name: "an entry_hash of other bytes", forge: func(f *forged, _ store.Store) {
-			f.recs = editRec(2, func(r *store.LedgerRecord) { r.EntryHash = strings.Repeat("0", 64) })
-		}, want: "record seq 2: entry_hash", seq: 2},
+		{name: "a body other than its bytes", forge: func(f *forged, _ store.Store) {
+			f.recs = editRec(2, func(r *store.LedgerRecord) { r.Body = json.RawMessage(`{"type":"directory_row"}`) })
+		}, want: "record seq 2: (", seq: 2},
+		{name: "bytes other than the leaf signed", forge: func(f *forged, _ store.Store) {
+			f.recs = editRec(2, func(r *store.LedgerRecord) {
+				r.Canonical = []byte(strings.Replace(string(r.Canonical), `"seq":2`, `"seq":9`, 1))
+			})
+		}, want: "records 2..2 do not make the root signed in the checkpoint of tree size 2", seq: 2},
 		{name: "a removed checkpoint in the chain", forge: func(f *forged, _ store.Store) { f.cks = dropCk(3) },
 			want: "the checkpoint of tree size 3 was removed"},
 		{name: "a checkpoint of another root", forge: func(f *forged, _ store.Store) {
@@ -224,6 +230,22 @@ func TestStartRefusals(t *testing.T) {
 		}
 		if head, ok, err := readHead(HeadPath(key)); !ok || err != nil || head.TreeSize != 5 {
 			t.Fatalf("the reset head file: %+v %v %v", head, ok, err)
+		}
+	})
+	t.Run("a replica's first start", func(t *testing.T) {
+		// A store other servers append to (Options.SharedStore): a
+		// replica without a head file of its own creates it; the same
+		// store not declared shared is refused.
+		st, key := fiveRecords(t)
+		os.Remove(HeadPath(key))
+		if _, err := New(st, &Options{KeyPath: key}); err == nil || !strings.Contains(err.Error(), "is missing") {
+			t.Fatalf("New without the head file, not shared: %v", err)
+		}
+		if _, err := New(st, &Options{KeyPath: key, SharedStore: true}); err != nil {
+			t.Fatal(err)
+		}
+		if head, ok, err := readHead(HeadPath(key)); !ok || err != nil || head.TreeSize != 5 {
+			t.Fatalf("the replica's head file: %+v %v %v", head, ok, err)
 		}
 	})
 	t.Run("a head file that is not signed", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 
@@ -61,10 +62,12 @@ func checkpointFault(format string, args ...any) *TamperError {
 // the hash slice it is given: give it a copy of a stored checkpoint's.
 var rangeFactory = &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 
-// checkRecord checks one stored record against its stored canonical
-// bytes: the bytes are what entry_hash is the SHA-256 of, and the record's
-// fields (seq included: a record moved to another seq fails) are exactly
-// what those bytes say. It returns the record's leaf hash.
+// checkRecord checks one stored record for the full pass: its leaf is the
+// RFC 6962 hash of its stored canonical bytes (one SHA-256; the caller
+// compares it with the tree or the signed checkpoints), and its body
+// column agrees with those bytes. It returns the leaf hash. The other
+// columns are compared with the bytes when a record is read (decoded);
+// what is served is always what the bytes say.
 func checkRecord(sr store.LedgerRecord, seq int64) ([hashSize]byte, error) {
 	if sr.Seq != seq {
 		return [hashSize]byte{}, recordFault(seq, "is missing (the next record stored has seq %d)", sr.Seq)
@@ -72,24 +75,116 @@ func checkRecord(sr store.LedgerRecord, seq int64) ([hashSize]byte, error) {
 	if sr.Canonical == nil {
 		return [hashSize]byte{}, recordFault(seq, "has no stored canonical bytes")
 	}
-	sum := sha256.Sum256(sr.Canonical)
-	if hex.EncodeToString(sum[:]) != sr.EntryHash {
-		return [hashSize]byte{}, recordFault(seq, "entry_hash %s is not the SHA-256 of the bytes it was written with", sr.EntryHash)
-	}
-	c, err := CanonicalJSON(fromStore(sr))
-	if err != nil {
-		return [hashSize]byte{}, recordFault(seq, "cannot be canonicalised: %v", err)
-	}
-	if !bytes.Equal(c, sr.Canonical) {
-		return [hashSize]byte{}, recordFault(seq, "(%s) differs from the bytes it was written with (an edited body or field, or a record moved from another seq)", sr.InvID)
+	if !bodyAgrees(sr.Body, sr.Canonical) {
+		return [hashSize]byte{}, recordFault(seq, "(%s) differs from the bytes it was written with (an edited body)", sr.InvID)
 	}
 	return leafHash(sr.Canonical), nil
+}
+
+// canonicalPrefix begins every record's canonical bytes: RFC 8785 sorts
+// "body" before every other member, and "inv_ID" follows it.
+const (
+	canonicalPrefix = `{"body":`
+	canonicalNext   = `,"inv_ID":`
+)
+
+// bodyAgrees reports whether the body column stored beside the canonical
+// bytes c is the body c holds: byte for byte when it was stored in its
+// canonical form (every record appended since canonical bodies were
+// stored), else once canonicalised (the records of earlier releases).
+func bodyAgrees(body json.RawMessage, c []byte) bool {
+	if inCanonical(body, c) {
+		return true
+	}
+	t, err := jcs.Transform(body)
+	return err == nil && inCanonical(t, c)
+}
+
+func inCanonical(body, c []byte) bool {
+	rest, ok := bytes.CutPrefix(c, []byte(canonicalPrefix))
+	if !ok {
+		return false
+	}
+	rest, ok = bytes.CutPrefix(rest, body)
+	return ok && len(body) > 0 && bytes.HasPrefix(rest, []byte(canonicalNext))
+}
+
+// canonicalBody returns the body member of a record's canonical bytes c
+// (in its canonical form), nil when c does not decode.
+func canonicalBody(c []byte) json.RawMessage {
+	var h struct {
+		Body json.RawMessage `json:"body"`
+	}
+	if json.Unmarshal(c, &h) != nil {
+		return nil
+	}
+	return h.Body
+}
+
+// decodeRecord returns the record its stored canonical bytes say, after
+// checking that every column stored beside them (the ones the store
+// indexes and answers queries by) says the same: a record is served and
+// executed from the bytes its leaf is the hash of, never from a column
+// that could be edited apart from them.
+func decodeRecord(sr store.LedgerRecord) (store.LedgerRecord, error) {
+	var h struct {
+		InvID      string          `json:"inv_ID"`
+		Seq        int64           `json:"seq"`
+		Key        string          `json:"key"`
+		Type       string          `json:"type"`
+		Body       json.RawMessage `json:"body"`
+		Timestamp  string          `json:"timestamp"`
+		Source     string          `json:"source"`
+		Supersedes *string         `json:"supersedes"`
+		ResultOf   string          `json:"result_of"`
+		ReplayOf   string          `json:"replay_of"`
+	}
+	if err := json.Unmarshal(sr.Canonical, &h); err != nil {
+		return sr, recordFault(sr.Seq, "(%s): its stored canonical bytes do not decode: %v", sr.InvID, err)
+	}
+	sum := sha256.Sum256(sr.Canonical)
+	entry := hex.EncodeToString(sum[:])
+	sup := ""
+	if h.Supersedes != nil {
+		sup = *h.Supersedes
+	}
+	var field string
+	switch {
+	case h.Seq != sr.Seq:
+		field = "seq (a record moved from another seq)"
+	case h.InvID != sr.InvID:
+		field = "inv_ID"
+	case h.Key != sr.Key:
+		field = "key"
+	case h.Type != sr.Type:
+		field = "type"
+	case h.Source != sr.Source:
+		field = "source"
+	case sup != sr.Supersedes:
+		field = "supersedes"
+	case h.ResultOf != sr.ResultOf:
+		field = "result_of"
+	case h.ReplayOf != sr.ReplayOf:
+		field = "replay_of"
+	case h.Timestamp != formatTime(sr.Timestamp):
+		field = "timestamp"
+	case entry != sr.EntryHash:
+		field = "entry_hash"
+	}
+	if field != "" {
+		return sr, recordFault(sr.Seq, "(%s): its %s differs from the bytes it was written with (an edited field)", sr.InvID, field)
+	}
+	sr.Body = h.Body
+	return sr, nil
 }
 
 // sign is the store.LedgerSigner of the Service: it extends the compact
 // range of the newest stored checkpoint by the added records' leaves and
 // signs the new tree head.
 func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord) (store.LedgerCheckpoint, error) {
+	if err := s.checkExtends(prev); err != nil {
+		return store.LedgerCheckpoint{}, err
+	}
 	r := rangeFactory.NewEmptyRange(0)
 	var prevSize int64
 	if prev != nil {
@@ -124,6 +219,53 @@ func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord)
 		TreeSize: size, PrevSize: prevSize, RootHash: hex.EncodeToString(root), Note: n,
 		PublicKey: s.key.vkey, Range: slices.Clone(r.Hashes()), Time: s.now().UTC(),
 	}, nil
+}
+
+// checkExtends checks, before an append signs, that the store's newest
+// checkpoint prev extends the newest checkpoint this service signed (or
+// checked at start): not a smaller tree, and the same root at that size.
+// Otherwise records were removed or rewritten under the running server,
+// and signing would bind a second root to a tree size already signed.
+// A larger tree (another replica's appends) is compared with the checked
+// tree when that has reached it; the background checks cover the rest.
+func (s *Service) checkExtends(prev *store.LedgerCheckpoint) error {
+	s.signedMu.Lock()
+	mine := s.signed
+	s.signedMu.Unlock()
+	if mine.TreeSize == 0 {
+		return nil
+	}
+	var have store.LedgerCheckpoint
+	if prev != nil {
+		have = *prev
+	}
+	switch {
+	case have.TreeSize < mine.TreeSize:
+		return &TamperError{Seq: have.TreeSize + 1, What: fmt.Sprintf("the database's newest checkpoint is of tree size %d, but this server signed one of tree size %d: records %d..%d and their checkpoints were removed while it ran; the append was refused so that no seq is issued twice and no second root is signed for a tree size", have.TreeSize, mine.TreeSize, have.TreeSize+1, mine.TreeSize), Hint: tamperHint}
+	case have.TreeSize == mine.TreeSize && have.RootHash != mine.RootHash:
+		return &TamperError{What: fmt.Sprintf("the database's checkpoint of tree size %d has root %s, but this server signed %s for that size: the ledger was rewritten while it ran; the append was refused", have.TreeSize, have.RootHash, mine.RootHash), Hint: tamperHint}
+	case have.TreeSize > mine.TreeSize:
+		s.mu.RLock()
+		var root []byte
+		if s.treeOK && int64(s.tree.size()) >= have.TreeSize {
+			root, _ = s.tree.root(uint64(have.TreeSize))
+		}
+		s.mu.RUnlock()
+		if root != nil && hex.EncodeToString(root) != have.RootHash {
+			return &TamperError{What: fmt.Sprintf("the database's checkpoint of tree size %d has root %s, the checked tree %x: the ledger was rewritten while the server ran; the append was refused", have.TreeSize, have.RootHash, root), Hint: tamperHint}
+		}
+	}
+	return nil
+}
+
+// noteSigned remembers ck as the newest checkpoint signed (or checked at
+// start), after its transaction committed.
+func (s *Service) noteSigned(ck Checkpoint) {
+	s.signedMu.Lock()
+	if ck.TreeSize > s.signed.TreeSize {
+		s.signed = ck
+	}
+	s.signedMu.Unlock()
 }
 
 // wireCheckpoint is the API form of a stored checkpoint.
@@ -215,8 +357,13 @@ func (c *checker) add(ctx context.Context, sr store.LedgerRecord) error {
 		return err
 	}
 	if sr.Type == TypeKeyRotation {
+		// What names a new key is the record's bytes, not its columns.
+		rec, err := decodeRecord(sr)
+		if err != nil {
+			return err
+		}
 		var b keyRotation
-		if json.Unmarshal(sr.Body, &b) == nil && b.OldKey != "" && b.NewKey != "" {
+		if json.Unmarshal(rec.Body, &b) == nil && b.OldKey != "" && b.NewKey != "" {
 			c.rotated[b.OldKey] = b.NewKey
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/oip/verify"
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
 )
@@ -254,7 +255,7 @@ func legacyLedger(t *testing.T, n int, edit ...func(*store.LedgerRecord)) store.
 		for _, e := range edit {
 			e(&r)
 		}
-		if _, err := legacy.AppendLedger(context.Background(), r.Key, func(store.LedgerPrev) (store.LedgerRecord, error) { return r, nil }); err != nil {
+		if _, err := legacy.AppendUnsigned(context.Background(), r.Key, func(store.LedgerPrev) (store.LedgerRecord, error) { return r, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,7 +299,8 @@ func TestKeyChangeWithoutRotationFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := st.AppendLedger(ctx, "row-x", func(p store.LedgerPrev) (store.LedgerRecord, error) {
+	// b signs the append: a checkpoint by another key.
+	_, _, err = st.AppendLedgerSigned(ctx, "row-x", func(p store.LedgerPrev) (store.LedgerRecord, error) {
 		r := tmpl
 		r.Seq = p.Seq
 		var c []byte
@@ -306,16 +308,8 @@ func TestKeyChangeWithoutRotationFails(t *testing.T) {
 		sr := store.LedgerRecord{InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body, Source: r.Source, EntryHash: r.EntryHash, Canonical: c}
 		sr.Timestamp, _ = parseTime(r.Timestamp)
 		return sr, err
-	})
+	}, b.sign)
 	if err != nil {
-		t.Fatal(err)
-	}
-	prev, _ := st.LatestLedgerCheckpoint(ctx)
-	ck, err := b.sign(&prev, []store.LedgerRecord{rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutLedgerCheckpoint(ctx, ck); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Check(ctx, st, nil); err == nil || !strings.Contains(err.Error(), "with no key-rotation record") {
@@ -397,5 +391,78 @@ func TestVerifiedSizeAdvancesBeforeTheFullPass(t *testing.T) {
 	}
 	if v, _ := st.LedgerVerified(context.Background()); v < 20 {
 		t.Fatalf("verified size %d after %d appends", v, size(t, st))
+	}
+}
+
+// forgedPrevStore hands the signer of an append another newest checkpoint
+// than the one stored: what the store would say after an attacker removed
+// or rewrote records and checkpoints under the running server.
+type forgedPrevStore struct {
+	store.Store
+	forge func(prev *store.LedgerCheckpoint) *store.LedgerCheckpoint
+}
+
+func (f *forgedPrevStore) AppendLedgerSigned(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error), sign store.LedgerSigner) (store.LedgerRecord, store.LedgerCheckpoint, error) {
+	return f.Store.AppendLedgerSigned(ctx, key, build, func(prev *store.LedgerCheckpoint, added []store.LedgerRecord) (store.LedgerCheckpoint, error) {
+		if f.forge != nil {
+			prev = f.forge(prev)
+		}
+		return sign(prev, added)
+	})
+}
+
+// An append is refused unless the store's newest checkpoint extends the
+// newest one the service signed: not smaller, the same root at that size,
+// and (once the tree has reached it) the checked root at a larger size.
+// Nothing is appended and OnTamper stops the server.
+func TestAppendRefusedUnlessTheStoreExtendsWhatWasSigned(t *testing.T) {
+	rewrite := func(prev *store.LedgerCheckpoint) *store.LedgerCheckpoint {
+		ck := *prev
+		ck.RootHash = strings.Repeat("ab", 32)
+		return &ck
+	}
+	cases := []struct {
+		name  string
+		other int // records another service appends first
+		forge func(prev *store.LedgerCheckpoint) *store.LedgerCheckpoint
+		want  string
+	}{
+		{"no checkpoint", 0, func(*store.LedgerCheckpoint) *store.LedgerCheckpoint { return nil }, "newest checkpoint is of tree size 0, but this server signed one of tree size 3"},
+		{"a smaller tree", 0, func(prev *store.LedgerCheckpoint) *store.LedgerCheckpoint {
+			ck := *prev
+			ck.TreeSize = 2
+			return &ck
+		}, "records 3..3 and their checkpoints were removed while it ran"},
+		{"another root at the size signed", 0, rewrite, "has root abab"},
+		{"another root at a larger size", 2, rewrite, "the checked tree"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := memstore.New()
+			fs := &forgedPrevStore{Store: st}
+			var tampered error
+			key := filepath.Join(t.TempDir(), "ledger.key")
+			svc := newService(t, fs, &Options{KeyPath: key, OnTamper: func(err error) { tampered = err }})
+			dispatchN(t, svc, 0, 3)
+			if c.other > 0 { // a replica, with the same key
+				dispatchN(t, newService(t, st, &Options{KeyPath: key}), 3, c.other)
+				if n, err := svc.Size(context.Background()); err != nil || n != int64(3+c.other) {
+					t.Fatalf("Size = %d %v", n, err)
+				}
+			}
+			before := size(t, st)
+			fs.forge = c.forge
+			_, err := svc.Dispatch(context.Background(), "row-new", json.RawMessage(simpleRow))
+			var te *TamperError
+			if protocol.ErrorCode(err) != protocol.EUnavailable || !errors.As(tampered, &te) || !strings.Contains(te.What, c.want) {
+				t.Fatalf("Dispatch = %v, OnTamper got %v; want %q", err, tampered, c.want)
+			}
+			if n := size(t, st); n != before {
+				t.Fatalf("the refused append left %d records, want %d", n, before)
+			}
+			if ck, _ := st.LatestLedgerCheckpoint(context.Background()); ck.TreeSize != before {
+				t.Fatalf("the newest checkpoint is of %d after a refused append, want %d", ck.TreeSize, before)
+			}
+		})
 	}
 }

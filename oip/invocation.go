@@ -243,6 +243,9 @@ func (s *Service) resolveReplayOf(ctx context.Context, invID string) (string, er
 	if err != nil {
 		return "", fmt.Errorf("oip: read replayed record: %w", err)
 	}
+	if sr, err = s.checkedStore(sr); err != nil {
+		return "", err
+	}
 	switch sr.Type {
 	case TypeInvocation:
 		return sr.InvID, nil

@@ -304,6 +304,11 @@ func (s *Service) EnsureRow(ctx context.Context, key string, body json.RawMessag
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return Receipt{}, false, fmt.Errorf("oip: read row %s: %w", key, err)
 	}
+	if err == nil {
+		if latest, err = s.checkedStore(latest); err != nil {
+			return Receipt{}, false, err
+		}
+	}
 	if err == nil && latest.Type == TypeDirectoryRow {
 		if have, err := jcs.Transform(latest.Body); err == nil && bytes.Equal(have, want) {
 			// Unchanged, and kept only if workflows may run it: else the

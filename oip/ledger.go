@@ -83,6 +83,11 @@ type Options struct {
 	// file from the newest stored checkpoint (after restoring a backup on
 	// purpose). Without it such a start is refused.
 	ResetHead bool
+	// SharedStore says that other servers append to the same store
+	// (replicas on Postgres): a replica's first start, with no head file
+	// of its own yet, creates it from the database's newest checkpoint
+	// instead of refusing to start on a non-empty ledger.
+	SharedStore bool
 	// OnTamper is called (once) when a record read or the background pass
 	// finds the ledger does not match what was signed; the server stops.
 	// nil only logs.
@@ -117,6 +122,11 @@ type Service struct {
 	headPath string // "" with an ephemeral key
 	headMu   sync.Mutex
 	headSize int64 // tree size of the head file last written or read
+	// signed is the newest checkpoint this service signed, or checked at
+	// start (the head file's, in memory): an append is refused unless the
+	// store's newest checkpoint extends it (checkExtends).
+	signedMu sync.Mutex
+	signed   Checkpoint
 	base     int64 // the ledger's size at start: the background pass checks 1..base
 	onTamper func(error)
 	tamperMu sync.Once
@@ -274,6 +284,11 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 		if r.EntryHash, leaf, canon, err = hashes(r); err != nil {
 			return store.LedgerRecord{}, err
 		}
+		// The body column holds the body as the canonical bytes do, so
+		// that checking it against them is a comparison of bytes.
+		if r.Body = canonicalBody(canon); r.Body == nil {
+			return store.LedgerRecord{}, fmt.Errorf("oip: the canonical bytes of %s hold no body", r.InvID)
+		}
 		built = r
 		ts, err := time.Parse(TimeFormat, r.Timestamp)
 		if err != nil {
@@ -290,6 +305,11 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
 			return Record{}, pe
+		}
+		var te *TamperError
+		if errors.As(err, &te) {
+			s.tamper(te)
+			return Record{}, &protocol.Error{Code: protocol.EUnavailable, Hint: "The ledger in the database no longer extends the checkpoint this server signed last (records or checkpoints were removed or rewritten); nothing was appended and the server is stopping. See its log.", Err: te}
 		}
 		return Record{}, fmt.Errorf("oip: append to ledger: %w", err)
 	}
@@ -674,7 +694,8 @@ func (s *Service) Directory(ctx context.Context, after string, limit int) (Direc
 		}
 	}
 	for _, sr := range recs {
-		if _, err := s.checked(sr); err != nil {
+		sr, err := s.checkedStore(sr)
+		if err != nil {
 			return DirectoryPage{}, err
 		}
 		page.Rows = append(page.Rows, DirectoryRow{Key: sr.Key, Type: row.Category, Row: *s.decodeRow(sr), InvID: sr.InvID})
@@ -705,10 +726,7 @@ func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord
 		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", protocol.Truncate(key, 140), TypeDirectoryRow).
 			With("field", "object_key")
 	}
-	if _, err := s.checked(head); err != nil {
-		return store.LedgerRecord{}, err
-	}
-	return head, nil
+	return s.checkedStore(head)
 }
 
 // compiled is a decoded row version with its command builder.

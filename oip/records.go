@@ -58,8 +58,11 @@ func (s *Service) Records(ctx context.Context, before int64, limit int) (RecordP
 	}
 	page := RecordPage{Records: make([]Record, 0, len(srs))}
 	for i := len(srs) - 1; i >= 0; i-- {
-		r, err := s.withReplays(ctx, fromStore(srs[i]))
+		r, err := s.checked(srs[i])
 		if err != nil {
+			return RecordPage{}, err
+		}
+		if r, err = s.withReplays(ctx, r); err != nil {
 			return RecordPage{}, err
 		}
 		page.Records = append(page.Records, r)

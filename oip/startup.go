@@ -46,8 +46,11 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 			rotate = true
 		}
 	}
-	if err := s.checkHeadFile(ctx, n, latest, none, upgraded || isShared(s.st), o.ResetHead); err != nil {
+	if err := s.checkHeadFile(ctx, n, latest, none, upgraded || o.SharedStore, o.ResetHead); err != nil {
 		return err
+	}
+	if !none {
+		s.noteSigned(wireCheckpoint(s.origin, latest))
 	}
 	// The records added since the last full check, from its checkpoint.
 	from := store.LedgerCheckpoint{}
@@ -97,13 +100,6 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 	return nil
 }
 
-// isShared reports whether several processes share the store (Postgres):
-// a replica's first start has no head file of its own yet.
-func isShared(st store.LedgerStore) bool {
-	_, ok := st.(store.Notifier)
-	return ok
-}
-
 // checkHeadFile checks the ledger against the head file, or writes one.
 func (s *Service) checkHeadFile(ctx context.Context, n int64, latest store.LedgerCheckpoint, none, mayCreate, reset bool) error {
 	if s.headPath == "" {
@@ -119,6 +115,7 @@ func (s *Service) checkHeadFile(ctx context.Context, n int64, latest store.Ledge
 			return err
 		}
 		s.headSize = head.TreeSize
+		s.noteSigned(head)
 	case !ok && n > 0 && !mayCreate && !reset:
 		return &TamperError{What: fmt.Sprintf("the head file %s is missing but the ledger holds %d records", s.headPath, n),
 			Hint: "Restore the head file from the backup kept with the key file; or, to accept the database's ledger as it is (a database restored on purpose), start once with --ledger-reset-head"}
@@ -229,7 +226,11 @@ func (s *Service) rotateKey(ctx context.Context, old store.LedgerCheckpoint) err
 // called after ck's transaction committed, so the head file is never
 // ahead of the database.
 func (s *Service) advanceHead(ck store.LedgerCheckpoint) {
-	if s.headPath == "" || ck.TreeSize == 0 {
+	if ck.TreeSize == 0 {
+		return
+	}
+	s.noteSigned(wireCheckpoint(s.origin, ck))
+	if s.headPath == "" {
 		return
 	}
 	s.headMu.Lock()
@@ -337,10 +338,24 @@ func (s *Service) waitTree(ctx context.Context) error {
 	}
 }
 
-// checked checks a record read from the store against its canonical bytes
-// and, once the tree is verified, against its leaf. A mismatch stops the
-// server (OnTamper) and is answered as a server fault.
+// checked checks a record read from the store against its canonical
+// bytes and, once the tree is verified, against its leaf, and returns it
+// as those bytes say (see checkedStore).
 func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
+	rec, err := s.checkedStore(sr)
+	if err != nil {
+		return Record{}, err
+	}
+	return fromStore(rec), nil
+}
+
+// checkedStore checks a record read from the store: its body column and
+// every other column against its stored canonical bytes, and, once the
+// tree is verified, the leaf those bytes make against the tree. It
+// returns the record with the body of those bytes: whatever is served or
+// executed is what the leaf is the hash of. A mismatch stops the server
+// (OnTamper) and is answered as a server fault.
+func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error) {
 	leaf, err := checkRecord(sr, sr.Seq)
 	if err == nil {
 		s.mu.RLock()
@@ -349,11 +364,14 @@ func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
 		}
 		s.mu.RUnlock()
 	}
+	if err == nil {
+		sr, err = decodeRecord(sr)
+	}
 	if err != nil {
 		s.tamper(err)
-		return Record{}, &protocol.Error{Code: protocol.EInternal, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
+		return store.LedgerRecord{}, &protocol.Error{Code: protocol.EInternal, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
 	}
-	return fromStore(sr), nil
+	return sr, nil
 }
 
 // tamper reports a failed integrity check, once.

@@ -35,7 +35,7 @@
 //
 // Ledger checkpoints and tree state (signed tree heads, the Merkle tree's
 // stored frontier): LedgerStore, written in the transaction of the
-// AppendLedger that reaches them, so a checkpoint never names a record the
+// AppendLedgerSigned that reaches them, so a checkpoint never names a record the
 // ledger lacks.
 //
 // Run lists: RunStore, paged by cursor and limit as StaleRuns does, each
@@ -294,7 +294,7 @@ type RunFilter struct {
 	Limit int
 }
 
-// LedgerPrev is what AppendLedger tells the record builder.
+// LedgerPrev is what AppendLedgerSigned tells the record builder.
 type LedgerPrev struct {
 	Seq    int64         // the seq the new record must take
 	Latest *LedgerRecord // the key's latest record, nil if the key is new
@@ -428,15 +428,8 @@ type TaskStore interface {
 // LedgerStore keeps the OIP dispatch ledger: immutable records, appended
 // with seqs 1, 2, 3, … that are gap-free and unique even across processes.
 // It never deletes or changes a record. All methods are safe for concurrent
-// use, and AppendLedger is durable when it returns.
+// use, and AppendLedgerSigned is durable when it returns.
 type LedgerStore interface {
-	// AppendLedger appends one record. build is called, inside the store's
-	// transaction, with the next seq and the key's latest record; it returns
-	// the complete record (with that Seq and Key) or an error that aborts
-	// the append. Appends are serialised: seqs are gap-free and unique even
-	// across processes. AppendLedger may call build more than once.
-	AppendLedger(ctx context.Context, key string, build func(LedgerPrev) (LedgerRecord, error)) (LedgerRecord, error)
-
 	// LedgerRecord returns the record with that inv_ID, or ErrNotFound.
 	LedgerRecord(ctx context.Context, invID string) (LedgerRecord, error)
 
@@ -469,13 +462,19 @@ type LedgerStore interface {
 	// with the records they cover, each record's canonical bytes, and how
 	// far the ledger was last checked in full.
 
-	// AppendLedgerSigned is AppendLedger whose transaction also stores
-	// one checkpoint. Once the transaction's records are built (one
-	// record, or every record of a group commit), sign is called inside
-	// the transaction with the newest stored checkpoint (nil when none)
-	// and the records after it, in seq order, with their Canonical bytes;
-	// the checkpoint it returns is stored in the same transaction. It
-	// returns the record and the checkpoint committed with it. A sign
+	// AppendLedgerSigned appends one record and stores one checkpoint in
+	// the same transaction: it is the only way records are appended, so
+	// every append is signed. build is called, inside the store's
+	// transaction, with the next seq and the key's latest record; it
+	// returns the complete record (with that Seq and Key) or an error that
+	// aborts the append. Appends are serialised: seqs are gap-free and
+	// unique even across processes; build may be called more than once.
+	// Once the transaction's records are built (one record, or every
+	// record of a group commit), sign (which must not be nil) is called
+	// inside the transaction with the newest stored checkpoint (nil when
+	// none) and the records after it, in seq order, with their Canonical
+	// bytes; the checkpoint it returns is stored in the same transaction.
+	// It returns the record and the checkpoint committed with it. A sign
 	// error aborts the whole transaction.
 	AppendLedgerSigned(ctx context.Context, key string, build func(LedgerPrev) (LedgerRecord, error), sign LedgerSigner) (LedgerRecord, LedgerCheckpoint, error)
 

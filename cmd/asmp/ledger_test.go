@@ -97,6 +97,33 @@ func (d ledgerDB) canonical(t *testing.T, seq int) []byte {
 	return b
 }
 
+// queryInt runs a query answering one integer, as the attacker would.
+func (d ledgerDB) queryInt(t *testing.T, query string) int64 {
+	t.Helper()
+	var n int64
+	if d.pg {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, d.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if err := c.QueryRow(ctx, query).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
+	c, err := sql.Open("sqlite", d.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.QueryRow(query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
 // replaceInBody replaces old by repl in record seq's body.
 func (d ledgerDB) replaceInBody(t *testing.T, seq int, old, repl string) {
 	t.Helper()
@@ -252,7 +279,7 @@ func tamperCases(t *testing.T, backend string) {
 			d.replaceInBody(t, 8, "Say it.", "Say no.")
 			d.exec(t, `UPDATE ledger SET entry_hash = $1 WHERE seq = 8`, strings.Repeat("ab", 32))
 		},
-		want: []string{"record seq 8:", "entry_hash"},
+		want: []string{"record seq 8:", "an edited body"},
 		seq:  8,
 	}, {
 		name: "delete the last record",
@@ -282,7 +309,7 @@ func tamperCases(t *testing.T, backend string) {
 			d.exec(t, `UPDATE ledger SET seq = 4 WHERE seq = 1003`)
 			d.exec(t, `UPDATE ledger_heads SET seq = 7 - seq WHERE seq IN (3, 4)`)
 		},
-		want:       []string{"record seq 3:", "moved from another seq"},
+		want:       []string{"records 3..3 do not make the root signed in the checkpoint of tree size 3", "reordered"},
 		seq:        3,
 		background: true,
 	}, {
@@ -459,6 +486,60 @@ func TestLedgerKill9MidDispatch(t *testing.T) {
 			stop(t, q)
 			if out, code := asmp(t, nil, "ledger", "check", "--db", d.db, "--key", d.key); code != 0 {
 				t.Fatalf("asmp ledger check after kill -9: %d\n%s", code, out)
+			}
+		})
+	}
+}
+
+// The newest record and its checkpoint deleted while the server runs: the
+// next dispatch would take that seq again and sign a second root for its
+// tree size. It is refused with a 503 and a hint, nothing is written, and
+// the server stops with exit status 1.
+func TestLedgerTruncatedWhileServing(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			d := newLedgerDB(t, backend)
+			p := serve(t, d.args...)
+			for i := 1; i <= 3; i++ {
+				dispatchRow(t, p, fmt.Sprintf("row-%d", i))
+			}
+			d.exec(t, `DELETE FROM ledger_heads WHERE seq = 3`)
+			d.exec(t, `DELETE FROM ledger WHERE seq = 3`)
+			d.exec(t, `DELETE FROM ledger_checkpoints WHERE tree_size = 3`)
+			var body map[string]any
+			json.Unmarshal([]byte(tamperRow), &body)
+			r := p.do("POST", "/api/dispatch", map[string]any{"key": "row-4", "body": body})
+			var e struct {
+				Status string `json:"status"`
+				Hint   string `json:"hint"`
+			}
+			json.Unmarshal(r.body, &e)
+			if r.status != 503 || e.Status != "error" || !strings.Contains(e.Hint, "nothing was appended") {
+				t.Fatalf("dispatch after the truncation: %d %s", r.status, r.body)
+			}
+			select {
+			case err := <-p.exited:
+				ee, ok := err.(*exec.ExitError)
+				if !ok || ee.ExitCode() != 1 {
+					t.Fatalf("the server ended with %v, want exit status 1:\n%s", err, p.stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the server kept running:\n%s", p.stderr.String())
+			}
+			if msg := p.stderr.String(); !strings.Contains(msg, "records 3..3 and their checkpoints were removed while it ran") {
+				t.Errorf("the server's message does not say what happened:\n%s", msg)
+			}
+			if n := d.queryInt(t, `SELECT COUNT(*) FROM ledger`); n != 2 {
+				t.Errorf("the ledger holds %d records, want 2: seq 3 was issued again", n)
+			}
+			if n := d.queryInt(t, `SELECT COUNT(*) FROM ledger_checkpoints WHERE tree_size >= 3`); n != 0 {
+				t.Errorf("%d checkpoints of tree size 3 or more were signed after the truncation", n)
+			}
+			var head struct {
+				TreeSize int64 `json:"tree_size"`
+			}
+			if b, err := os.ReadFile(d.key + ".head"); err != nil || json.Unmarshal(b, &head) != nil || head.TreeSize != 3 {
+				t.Errorf("head file %s: %v, tree size %d, want 3", d.key+".head", err, head.TreeSize)
 			}
 		})
 	}

@@ -330,8 +330,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		return err
 	}
 	tampered := make(chan error, 1)
+	_, replicated := st.(*postgres.Store) // replicas share a Postgres database
 	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor,
-		RotateKey: f.rotateKey, ResetHead: f.resetHead,
+		RotateKey: f.rotateKey, ResetHead: f.resetHead, SharedStore: replicated,
 		OnTamper: func(err error) {
 			select {
 			case tampered <- err:
@@ -439,6 +440,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	case err := <-tampered:
 		log.Error("stopping: the ledger failed its integrity check", "err", err)
 		workers.Stop(0)
+		// The request that found it (an append refused) gets its answer.
+		srv.Shutdown()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
 		_ = hs.Close()
 		return err
 	case <-sigCtx.Done():

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -522,14 +523,20 @@ func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	return int64(len(s.queue)), nil
 }
 
-// AppendLedger implements store.LedgerStore.
-func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
-	rec, _, err := s.AppendLedgerSigned(ctx, key, build, nil)
+// AppendUnsigned appends a record without a checkpoint, as releases
+// before signed checkpoints did. It is not part of store.LedgerStore
+// (whose only append is AppendLedgerSigned); it builds the ledgers of
+// earlier releases in tests of their upgrade.
+func (s *Store) AppendUnsigned(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
+	rec, _, err := s.appendLedger(key, build, nil)
 	return rec, err
 }
 
 // AppendLedgerSigned implements store.Store.
 func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error), sign store.LedgerSigner) (store.LedgerRecord, store.LedgerCheckpoint, error) {
+	if sign == nil {
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, errors.New("memstore: a ledger append needs a signer")
+	}
 	rec, ck, err := s.appendLedger(key, build, sign)
 	if err != nil {
 		return store.LedgerRecord{}, store.LedgerCheckpoint{}, err

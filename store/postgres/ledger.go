@@ -27,22 +27,19 @@ func scanRecord(row pgx.Row) (store.LedgerRecord, error) {
 	return r, nil
 }
 
-// AppendLedger implements store.LedgerStore. The transaction first takes an
-// advisory lock private to this schema's ledger (pg_advisory_xact_lock,
+// AppendLedgerSigned implements store.Store. The transaction first takes
+// an advisory lock private to this schema's ledger (pg_advisory_xact_lock,
 // released by COMMIT or ROLLBACK), so appends from every process are
 // serialised: the next seq read after the lock is the previous holder's
 // seq + 1 and no other append can take it. build runs inside the
-// transaction; its error rolls everything back.
-func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
-	rec, _, err := s.AppendLedgerSigned(ctx, key, build, nil)
-	return rec, err
-}
-
-// AppendLedgerSigned implements store.Store. The checkpoint is signed and
-// stored inside the append's transaction, under the advisory lock: two
-// replicas never sign different roots for one tree size, and the
+// transaction; its error rolls everything back. The checkpoint is signed
+// and stored inside the append's transaction, under the advisory lock:
+// two replicas never sign different roots for one tree size, and the
 // checkpoints table's key refuses a second checkpoint of a size anyway.
 func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error), sign store.LedgerSigner) (store.LedgerRecord, store.LedgerCheckpoint, error) {
+	if sign == nil {
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, errors.New("postgres: a ledger append needs a signer")
+	}
 	var out store.LedgerRecord
 	var ck store.LedgerCheckpoint
 	var buildErr error
@@ -93,9 +90,6 @@ func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(s
 			ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, type = excluded.type`, out.Key, out.Seq, out.Type)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("append record %s: %w", out.InvID, err)
-		}
-		if sign == nil {
-			return nil
 		}
 		var prev *store.LedgerCheckpoint
 		last, err := scanCheckpoint(tx.QueryRow(ctx, `SELECT `+checkpointCols+` FROM ledger_checkpoints ORDER BY tree_size DESC LIMIT 1`))

@@ -12,7 +12,7 @@
 //     COMMITTED a racing UPDATE waits for the row lock and then re-checks
 //     the version, so exactly one of two writers of the same version wins
 //     and the other gets store.ErrConflict.
-//   - AppendLedger takes a transaction-scoped advisory lock
+//   - AppendLedgerSigned takes a transaction-scoped advisory lock
 //     (pg_advisory_xact_lock) before reading the next seq, so appends from
 //     all processes are serialised and seqs are gap-free and unique; the
 //     record builder runs inside that transaction and an error from it
@@ -23,8 +23,8 @@
 //     the same time apply each migration exactly once.
 //
 // Transactions that fail with a serialization failure or a deadlock
-// (SQLSTATE 40001, 40P01) are retried a few times; AppendLedger may then
-// call its builder more than once, as store.LedgerStore allows.
+// (SQLSTATE 40001, 40P01) are retried a few times; AppendLedgerSigned may
+// then call its builder more than once, as store.LedgerStore allows.
 //
 // # Durability
 //

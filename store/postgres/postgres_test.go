@@ -189,11 +189,11 @@ func TestExactBytesAndTimes(t *testing.T) {
 		t.Fatalf("event = %+v", evs)
 	}
 	body := `{"type":"directory_row",  "x": [true, null]}`
-	rec, err := s.AppendLedger(ctx, "k", func(p store.LedgerPrev) (store.LedgerRecord, error) {
+	rec, _, err := s.AppendLedgerSigned(ctx, "k", func(p store.LedgerPrev) (store.LedgerRecord, error) {
 		r := storetest.Record(p, "k", "directory_row", "inv_bytes")
 		r.Body = json.RawMessage(body)
 		return r, nil
-	})
+	}, storetest.Sign)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,9 +218,9 @@ func TestKeyOrderIsBytewise(t *testing.T) {
 	s := open(t, u, freshSchema(t, u), nil)
 	keys := []string{"b", "B", "a-b", "a_b", "ab", "A", "é"}
 	for i, k := range keys {
-		_, err := s.AppendLedger(t.Context(), k, func(p store.LedgerPrev) (store.LedgerRecord, error) {
+		_, _, err := s.AppendLedgerSigned(t.Context(), k, func(p store.LedgerPrev) (store.LedgerRecord, error) {
 			return storetest.Record(p, k, "directory_row", fmt.Sprintf("inv_%d", i)), nil
-		})
+		}, storetest.Sign)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,12 +316,12 @@ func TestReplicasLedgerSeq(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			key := fmt.Sprintf("key-%d", i%5)
-			r, err := s.AppendLedger(t.Context(), key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
+			r, _, err := s.AppendLedgerSigned(t.Context(), key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
 				if i%9 == 0 { // some builders refuse: they must leave no gap
 					return store.LedgerRecord{}, errors.New("refused")
 				}
 				return storetest.Record(p, key, "directory_row", fmt.Sprintf("inv_%d", i)), nil
-			})
+			}, storetest.Sign)
 			if err != nil {
 				if err.Error() == "refused" {
 					refused.Add(1)

@@ -27,20 +27,13 @@ func scanRecord(sc scanner) (store.LedgerRecord, error) {
 	return r, nil
 }
 
-// AppendLedger implements store.LedgerStore.
-func (s *Store) AppendLedger(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error)) (store.LedgerRecord, error) {
-	var out store.LedgerRecord
-	err := s.write(ctx, s.appendFn(key, build, &out))
-	if err != nil {
-		return store.LedgerRecord{}, err
-	}
-	return out, nil
-}
-
 // AppendLedgerSigned implements store.Store. The records of one group
 // commit share one checkpoint: the writer signs it once all of the batch's
 // requests have run, before COMMIT.
 func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(store.LedgerPrev) (store.LedgerRecord, error), sign store.LedgerSigner) (store.LedgerRecord, store.LedgerCheckpoint, error) {
+	if sign == nil {
+		return store.LedgerRecord{}, store.LedgerCheckpoint{}, errors.New("sqlite: a ledger append needs a signer")
+	}
 	var out store.LedgerRecord
 	req := &writeReq{fn: s.appendFn(key, build, &out), seal: sign, err: make(chan error, 1)}
 	if err := s.enqueue(ctx, req).Wait(); err != nil {

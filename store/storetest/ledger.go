@@ -19,6 +19,7 @@ func LedgerStore(t *testing.T, newStore func(t *testing.T) store.LedgerStore) {
 	suite(t, newStore, []test[store.LedgerStore]{
 		{"LedgerAppend", testLedgerAppend},
 		{"LedgerBuildError", testLedgerBuildError},
+		{"LedgerNeedsASigner", testLedgerNeedsASigner},
 		{"LedgerConcurrentSeq", testLedgerConcurrentSeq},
 		{"LedgerLatestAndReplay", testLedgerLatestAndReplay},
 		{"LedgerHistoryPages", testLedgerHistoryPages},
@@ -57,19 +58,47 @@ func Record(p store.LedgerPrev, key, typ, invID string) store.LedgerRecord {
 	return r
 }
 
+// Sign is a store.LedgerSigner for tests of a store: it "signs" the
+// checkpoint of the records added after prev, whatever their bytes.
+func Sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord) (store.LedgerCheckpoint, error) {
+	var from int64
+	if prev != nil {
+		from = prev.TreeSize
+	}
+	size := from + int64(len(added))
+	return store.LedgerCheckpoint{
+		TreeSize: size, PrevSize: from, RootHash: fmt.Sprintf("%064x", size), Note: fmt.Sprintf("note %d\n", size),
+		PublicKey: "key", Range: [][]byte{rangeOf(size)}, Time: t0,
+	}, nil
+}
+
 func appendRec(t *testing.T, s store.LedgerStore, key, typ, invID string, mod func(*store.LedgerRecord)) store.LedgerRecord {
 	t.Helper()
-	r, err := s.AppendLedger(ctx(), key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
+	r, _, err := s.AppendLedgerSigned(ctx(), key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
 		r := Record(p, key, typ, invID)
 		if mod != nil {
 			mod(&r)
 		}
 		return r, nil
-	})
+	}, Sign)
 	if err != nil {
-		t.Fatalf("AppendLedger(%s): %v", invID, err)
+		t.Fatalf("AppendLedgerSigned(%s): %v", invID, err)
 	}
 	return r
+}
+
+// testLedgerNeedsASigner: there is no unsigned append; one without a
+// signer writes nothing.
+func testLedgerNeedsASigner(t *testing.T, s store.LedgerStore) {
+	_, _, err := s.AppendLedgerSigned(ctx(), "k", func(p store.LedgerPrev) (store.LedgerRecord, error) {
+		return Record(p, "k", "directory_row", "inv_1"), nil
+	}, nil)
+	if err == nil {
+		t.Fatal("AppendLedgerSigned without a signer appended")
+	}
+	if n, _ := s.LedgerSize(ctx()); n != 0 {
+		t.Fatalf("an append without a signer wrote %d records", n)
+	}
 }
 
 func testLedgerAppend(t *testing.T, s store.LedgerStore) {
@@ -113,9 +142,9 @@ func testLedgerAppend(t *testing.T, s store.LedgerStore) {
 
 func testLedgerBuildError(t *testing.T, s store.LedgerStore) {
 	boom := errors.New("refused")
-	_, err := s.AppendLedger(ctx(), "k", func(store.LedgerPrev) (store.LedgerRecord, error) { return store.LedgerRecord{}, boom })
+	_, _, err := s.AppendLedgerSigned(ctx(), "k", func(store.LedgerPrev) (store.LedgerRecord, error) { return store.LedgerRecord{}, boom }, Sign)
 	if !errors.Is(err, boom) {
-		t.Fatalf("AppendLedger error = %v, want the builder's", err)
+		t.Fatalf("AppendLedgerSigned error = %v, want the builder's", err)
 	}
 	if n, _ := s.LedgerSize(ctx()); n != 0 {
 		t.Fatalf("a refused append wrote %d records", n)
@@ -133,9 +162,9 @@ func testLedgerConcurrentSeq(t *testing.T, s store.LedgerStore) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r, err := s.AppendLedger(ctx(), fmt.Sprintf("key-%d", i%7), func(p store.LedgerPrev) (store.LedgerRecord, error) {
+			r, _, err := s.AppendLedgerSigned(ctx(), fmt.Sprintf("key-%d", i%7), func(p store.LedgerPrev) (store.LedgerRecord, error) {
 				return Record(p, fmt.Sprintf("key-%d", i%7), "directory_row", fmt.Sprintf("inv_c%d", i)), nil
-			})
+			}, Sign)
 			if err != nil {
 				t.Error(err)
 				return

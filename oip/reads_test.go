@@ -1,0 +1,153 @@
+package oip
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+)
+
+// readLedger is a SQLite ledger of two directory rows and an invocation,
+// with raw SQL access to its file (an attacker's write access while the
+// server runs).
+type readLedger struct {
+	svc      *Service
+	st       store.Store
+	db       *sql.DB
+	tampered error
+	rows     []Receipt // row-0, row-1
+	inv      Receipt   // an invocation of row-0
+}
+
+func newReadLedger(t *testing.T) *readLedger {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.db")
+	l := &readLedger{st: openSQLite(t, path)}
+	l.svc = newService(t, l.st, &Options{OnTamper: func(err error) { l.tampered = err }})
+	l.rows = dispatchN(t, l.svc, 0, 2)
+	var err error
+	if l.inv, err = l.svc.Dispatch(context.Background(), "inv-1", json.RawMessage(`{"type":"invocation","object_key":"row-0","input":{"word":"x"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if l.db, err = sql.Open("sqlite", path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.db.Close() })
+	return l
+}
+
+func (l *readLedger) exec(t *testing.T, stmt string, args ...any) {
+	t.Helper()
+	if _, err := l.db.Exec(stmt, args...); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+}
+
+// Every read that serves or runs a record checks it against its stored
+// canonical bytes: a record whose body (or any other column) was edited
+// in the database is refused with the tamper error, never served or run,
+// and the server is stopped (OnTamper).
+func TestEveryReadChecksTheRecord(t *testing.T) {
+	editBody := func(seq int64) func(t *testing.T, l *readLedger) {
+		return func(t *testing.T, l *readLedger) {
+			l.exec(t, `UPDATE ledger SET body = replace(replace(body, 'Say it.', 'Say no.'), '"x"', '"rm -rf"') WHERE seq = ?`, seq)
+		}
+	}
+	column := func(seq int64, col, value string) func(t *testing.T, l *readLedger) {
+		return func(t *testing.T, l *readLedger) {
+			l.exec(t, `UPDATE ledger SET `+col+` = ? WHERE seq = ?`, value, seq)
+		}
+	}
+	records := func(t *testing.T, l *readLedger) error {
+		r := do(t, l.svc.Handler(), nil, "GET", "/api/ledger/records", "")
+		if r.Code != 500 {
+			t.Errorf("GET /api/ledger/records: %d %s", r.Code, r.Body)
+		}
+		_, err := l.svc.Records(context.Background(), 0, 0)
+		return err
+	}
+	pinned := func(t *testing.T, l *readLedger) error {
+		n := size(t, l.st)
+		_, _, _, err := NewInvoker(l.svc).InvokeRow(context.Background(), engine.RowCall{Key: "row-1@" + l.rows[1].InvID, Input: map[string]any{"word": "x"}, RunID: "r", Tool: "t", Actor: "alice"})
+		if size(t, l.st) != n {
+			t.Error("an invocation of the edited row was recorded")
+		}
+		return err
+	}
+	ensure := func(t *testing.T, l *readLedger) error {
+		_, _, err := l.svc.EnsureRow(context.Background(), "row-1", json.RawMessage(simpleRow))
+		return err
+	}
+	replay := func(t *testing.T, l *readLedger) error {
+		_, err := l.svc.Dispatch(context.Background(), "inv-2", json.RawMessage(`{"type":"invocation","object_key":"row-0","input":{"word":"x"},"replay_of":"`+l.inv.InvID+`"}`))
+		return err
+	}
+	record := func(id int) func(t *testing.T, l *readLedger) error {
+		return func(t *testing.T, l *readLedger) error {
+			ids := append([]Receipt{}, l.rows...)
+			_, err := l.svc.Record(context.Background(), append(ids, l.inv)[id].InvID)
+			return err
+		}
+	}
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, l *readLedger)
+		read   func(t *testing.T, l *readLedger) error
+		seq    int64
+		want   string
+	}{
+		{"the record list, an edited body", editBody(2), records, 2, "differs from the bytes it was written with (an edited body)"},
+		{"a pinned row, an edited body", editBody(2), pinned, 2, "an edited body"},
+		{"a pinned row, an edited type", column(2, "type", "invocation"), pinned, 2, "its type differs"},
+		{"EnsureRow, an edited body", editBody(2), ensure, 2, "an edited body"},
+		{"a replayed invocation, an edited body", editBody(3), replay, 3, "an edited body"},
+		{"a record, an edited source", column(1, "source", "root"), record(0), 1, "its source differs"},
+		{"a record, an edited key", column(1, "key", "row-9"), record(0), 1, "its key differs"},
+		{"a record, an edited timestamp", column(1, "timestamp", "0"), record(0), 1, "its timestamp differs"},
+		{"a record, an edited supersedes", column(2, "supersedes", "inv_X"), record(1), 2, "its supersedes differs"},
+		{"a record, an edited entry_hash", column(1, "entry_hash", strings.Repeat("ab", 32)), record(0), 1, "its entry_hash differs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newReadLedger(t)
+			c.tamper(t, l)
+			err := c.read(t, l)
+			var te *TamperError
+			if protocol.ErrorCode(err) != protocol.EInternal || !errors.As(err, &te) || te.Seq != c.seq || !strings.Contains(te.What, c.want) {
+				t.Fatalf("read = %v; want the tamper error of seq %d, %q", err, c.seq, c.want)
+			}
+			if !errors.As(l.tampered, &te) {
+				t.Fatalf("OnTamper got %v", l.tampered)
+			}
+		})
+	}
+}
+
+// What is served is what the stored canonical bytes say: a body column
+// that matches them in another member order (as an earlier release stored
+// bodies) is served in the order of the bytes.
+func TestServedFromTheCanonicalBytes(t *testing.T) {
+	l := newReadLedger(t)
+	var canon []byte
+	if err := l.db.QueryRow(`SELECT canonical FROM ledger WHERE seq = 1`).Scan(&canon); err != nil {
+		t.Fatal(err)
+	}
+	l.exec(t, `UPDATE ledger SET body = ? WHERE seq = 1`, simpleRow) // as sent: "type" first
+	r, err := l.svc.Record(context.Background(), l.rows[0].InvID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := canonicalBody(canon); string(r.Body) != string(want) || string(r.Body) == simpleRow {
+		t.Fatalf("served body %s, want the canonical bytes' %s", r.Body, want)
+	}
+	if l.tampered != nil {
+		t.Fatalf("a body stored in another member order was taken for tampering: %v", l.tampered)
+	}
+}
