@@ -151,3 +151,36 @@ func TestServedFromTheCanonicalBytes(t *testing.T) {
 		t.Fatalf("a body stored in another member order was taken for tampering: %v", l.tampered)
 	}
 }
+
+// The current version of a key is its newest record in the ledger itself:
+// pointing the file's ledger_heads at an older version (a quiet rollback
+// of a row) changes nothing that is served, built or run.
+func TestAnEditedHeadServesNoOlderVersion(t *testing.T) {
+	l := newReadLedger(t)
+	newer, err := l.svc.Dispatch(context.Background(), "row-0", json.RawMessage(strings.Replace(simpleRow, "Say it.", "Say it twice.", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.exec(t, `UPDATE ledger_heads SET seq = 1 WHERE key = 'row-0'`)
+	latest, err := l.svc.Latest(context.Background(), "row-0")
+	if err != nil || latest.InvID != newer.InvID {
+		t.Fatalf("Latest(row-0) = %s, %v; want the newer version %s", latest.InvID, err, newer.InvID)
+	}
+	page, err := l.svc.Directory(context.Background(), "", 0)
+	if err != nil || len(page.Rows) != 2 || page.Rows[0].Key != "row-0" || page.Rows[0].InvID != newer.InvID || page.Rows[0].Description != "Say it twice." {
+		t.Fatalf("Directory = %+v, %v; want row-0 at its newer version", page, err)
+	}
+	cmd, err := l.svc.Command(context.Background(), "row-0", map[string]any{"word": "x"})
+	if err != nil || cmd.Line != "echo x" {
+		t.Fatalf("Command = %+v, %v", cmd, err)
+	}
+	// A dispatch supersedes the newest version, not the head's.
+	third, err := l.svc.Dispatch(context.Background(), "row-0", json.RawMessage(simpleRow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.svc.Record(context.Background(), third.InvID)
+	if err != nil || rec.Supersedes != newer.InvID {
+		t.Fatalf("the next version supersedes %q (%v), want %s", rec.Supersedes, err, newer.InvID)
+	}
+}

@@ -50,7 +50,7 @@ func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(s
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, s.ledgerKey)
 		b.Queue(`SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger`)
-		b.Queue(`SELECT `+ledgerCols+` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = $1)`, key)
+		b.Queue(`SELECT `+ledgerCols+` FROM ledger WHERE key = $1 ORDER BY seq DESC LIMIT 1`, key)
 		br := tx.SendBatch(ctx, b)
 		var p store.LedgerPrev
 		if _, err := br.Exec(); err != nil {
@@ -306,7 +306,7 @@ func (s *Store) LedgerHistory(ctx context.Context, key string, after int64, limi
 
 // LedgerHead implements store.LedgerStore.
 func (s *Store) LedgerHead(ctx context.Context, key string) (store.LedgerRecord, error) {
-	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = $1)`, key))
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE key = $1 ORDER BY seq DESC LIMIT 1`, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("postgres: key %s: %w", key, store.ErrNotFound)
 	}
@@ -336,8 +336,11 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 	if limit > 0 {
 		lim = int64(limit)
 	}
+	// ledger_heads names the keys of each type; each key's latest
+	// record is read through the ledger's own (key, seq) index, so an
+	// edited head can not serve an older version as the current one.
 	return s.recordsBounded(ctx, true, `SELECT l.seq, l.inv_id, l.key, l.type, l.body, l.timestamp, l.source, l.entry_hash, l.supersedes, l.result_of, l.replay_of, l.canonical
-		FROM ledger_heads h JOIN ledger l ON l.seq = h.seq
+		FROM ledger_heads h JOIN ledger l ON l.seq = (SELECT MAX(seq) FROM ledger WHERE key = h.key)
 		WHERE h.type = $1 AND h.key > $2 ORDER BY h.key LIMIT $3`, typ, after, lim)
 }
 

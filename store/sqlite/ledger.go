@@ -48,7 +48,7 @@ func (s *Store) appendFn(key string, build func(store.LedgerPrev) (store.LedgerR
 		if err := tx.QueryRow(`SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger`).Scan(&p.Seq); err != nil {
 			return fmt.Errorf("sqlite: ledger seq: %w", err)
 		}
-		latest, err := scanRecord(tx.QueryRow(`SELECT `+ledgerCols+` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = ?)`, key))
+		latest, err := scanRecord(tx.QueryRow(`SELECT `+ledgerCols+` FROM ledger WHERE key = ? ORDER BY seq DESC LIMIT 1`, key))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -318,8 +318,11 @@ func (s *Store) LedgerLatest(ctx context.Context, typ, after string, limit int) 
 	if limit <= 0 {
 		limit = -1
 	}
+	// ledger_heads names the keys of each type; each key's latest
+	// record is read through the ledger's own (key, seq) index, so an
+	// edited head can not serve an older version as the current one.
 	return s.recordsBounded(ctx, true, `SELECT l.seq, l.inv_id, l.key, l.type, l.body, l.timestamp, l.source, l.entry_hash, l.supersedes, l.result_of, l.replay_of, l.canonical
-		FROM ledger_heads h JOIN ledger l ON l.seq = h.seq
+		FROM ledger_heads h JOIN ledger l ON l.seq = (SELECT MAX(seq) FROM ledger WHERE key = h.key)
 		WHERE h.type = ? AND h.key > ? ORDER BY h.key LIMIT ?`, typ, after, limit)
 }
 

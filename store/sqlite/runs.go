@@ -338,8 +338,10 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 // primary key back through every delta instead.
 const wholeQuery = `SELECT MAX(seq) FROM events INDEXED BY events_whole WHERE run_id = ? AND seq <= ? AND data != ''`
 
-// headQuery reads a key's latest record through ledger_heads.
-const headQuery = `SELECT ` + ledgerCols + ` FROM ledger WHERE seq = (SELECT seq FROM ledger_heads WHERE key = ?)`
+// headQuery reads a key's latest record through the ledger's (key, seq)
+// index (not ledger_heads, which an edit of the file could point at an
+// older version: the records themselves are checked against the tree).
+const headQuery = `SELECT ` + ledgerCols + ` FROM ledger WHERE key = ? ORDER BY seq DESC LIMIT 1`
 
 func (s *Store) foldEvents(ctx context.Context, runID string, from, after int64, limit int) ([]store.Event, error) {
 	n := int64(-1)
