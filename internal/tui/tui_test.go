@@ -134,7 +134,9 @@ func TestArrowsAndStreamUpdates(t *testing.T) {
 			}
 			tm.Type("x")
 			tm.Send(key(tea.KeyEnter))
-			screen(t, tm, "Apply configuration?", "Chose Save.")
+			// The options are drawn once keys act on them (a key sent
+			// while the new screen settles is dropped on purpose).
+			screen(t, tm, "Apply configuration?", "Chose Save.", "1. Yes, apply [y]")
 			tm.Send(key(tea.KeyDown))
 			screen(t, tm, "> 2. No, cancel")
 			tm.Send(key(tea.KeyEnter))
