@@ -282,7 +282,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if changed && (m.mode == modeSelect || m.mode == modeInput) {
 				m.enterSelect()
 			}
-			if changed {
+			if changed && m.mode != modeDone {
+				// (The done screen shows no options: nothing to settle.)
 				return m, m.settle()
 			}
 		}
@@ -358,7 +359,7 @@ func (m *Model) applyFrame(f *client.RunFrame, cli *protocol.CLI, note string) t
 			m.notice = "Moved to " + f.State + " by another client; what you typed was discarded. Press space to go on."
 		}
 	}
-	if stateChanged || optsChanged {
+	if stateChanged || (optsChanged && m.mode != modeDone) {
 		cmds = append(cmds, m.settle())
 	}
 	if !protocol.Terminal(f.Status) {
