@@ -16,6 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/asmp-dev/asmp/oip/verify"
+	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 )
 
@@ -202,6 +203,12 @@ func (s *Service) sign(prev *store.LedgerCheckpoint, added []store.LedgerRecord)
 			return store.LedgerCheckpoint{}, recordFault(rec.Seq, "has no stored canonical bytes to sign")
 		}
 		leaf := leafHash(rec.Canonical)
+		// Only what this append built is signed: a record inserted into
+		// the database after the newest checkpoint would be bound into
+		// the tree by this signature.
+		if b, ok := s.building.Load(rec.InvID); !ok || b.([hashSize]byte) != leaf {
+			return store.LedgerCheckpoint{}, &TamperError{Seq: rec.Seq, What: fmt.Sprintf("(%s) follows the newest checkpoint but was not written by this server's append: it was inserted into the database; the append was refused so that it is not signed", rec.InvID), Hint: tamperHint}
+		}
 		if err := r.Append(leaf[:], nil); err != nil {
 			return store.LedgerCheckpoint{}, fmt.Errorf("oip: merkle range: %w", err)
 		}
@@ -254,6 +261,37 @@ func (s *Service) checkExtends(prev *store.LedgerCheckpoint) error {
 		if root != nil && hex.EncodeToString(root) != have.RootHash {
 			return &TamperError{What: fmt.Sprintf("the database's checkpoint of tree size %d has root %s, the checked tree %x: the ledger was rewritten while the server ran; the append was refused", have.TreeSize, have.RootHash, root), Hint: tamperHint}
 		}
+	}
+	return nil
+}
+
+// signedSize is the tree size of the newest checkpoint this service
+// signed or checked at start (0 before any).
+func (s *Service) signedSize() int64 {
+	s.signedMu.Lock()
+	defer s.signedMu.Unlock()
+	return s.signed.TreeSize
+}
+
+// notShrunk refuses a read (and stops the server) when the database's
+// ledger is smaller than the newest checkpoint this service signed:
+// records were removed while it ran, and what would be served (an older
+// version as the current one, a 404 for a receipt handed out) is not what
+// was signed.
+func (s *Service) notShrunk(ctx context.Context) error {
+	n, err := s.st.LedgerSize(ctx)
+	if err != nil {
+		return fmt.Errorf("oip: ledger size: %w", err)
+	}
+	return s.shrunk(n)
+}
+
+// shrunk is notShrunk for a size already read.
+func (s *Service) shrunk(n int64) error {
+	if mine := s.signedSize(); n < mine {
+		err := &TamperError{Seq: n + 1, What: fmt.Sprintf("the database's ledger ends at seq %d, but this server signed a checkpoint of tree size %d: records were removed while it ran", n, mine), Hint: tamperHint}
+		s.tamper(err)
+		return &protocol.Error{Code: protocol.EInternal, Hint: "The ledger in the database is smaller than the checkpoint this server signed last (records were removed); nothing is served from it and the server is stopping. See its log.", Err: err}
 	}
 	return nil
 }

@@ -304,7 +304,9 @@ func TestKeyChangeWithoutRotationFails(t *testing.T) {
 		r := tmpl
 		r.Seq = p.Seq
 		var c []byte
-		r.EntryHash, _, c, err = hashes(r)
+		var leaf [hashSize]byte
+		r.EntryHash, leaf, c, err = hashes(r)
+		b.building.Store(r.InvID, leaf) // b's own append, as far as b knows
 		sr := store.LedgerRecord{InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body, Source: r.Source, EntryHash: r.EntryHash, Canonical: c}
 		sr.Timestamp, _ = parseTime(r.Timestamp)
 		return sr, err

@@ -146,6 +146,12 @@ type Service struct {
 
 	bMu      sync.Mutex
 	builders map[string]compiled // by the row's inv_ID
+
+	// building holds the leaf of every record this service has built for
+	// an append and not yet added to its tree (by inv_ID): what an append
+	// may sign, and what a read may see beyond the tree.
+	building sync.Map
+	shared   bool // Options.SharedStore: other servers append too
 }
 
 // New returns a Service over st, loading the ledger's Merkle tree from it
@@ -172,6 +178,7 @@ func New(st store.LedgerStore, opts *Options) (*Service, error) {
 		builders: map[string]compiled{},
 		keyPath:  o.KeyPath,
 		onTamper: o.OnTamper,
+		shared:   o.SharedStore,
 		ready:    make(chan struct{}),
 		failed:   make(chan struct{}),
 
@@ -270,7 +277,17 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 		leaf  [hashSize]byte
 		canon []byte
 	)
+	defer func() {
+		if built.InvID != "" {
+			s.building.Delete(built.InvID)
+		}
+	}()
 	stored, ck, err := s.st.AppendLedgerSigned(ctx, rec.Key, func(p store.LedgerPrev) (store.LedgerRecord, error) {
+		if mine := s.signedSize(); p.Seq <= mine {
+			// The store's newest record is older than the newest
+			// checkpoint this server signed: records were removed.
+			return store.LedgerRecord{}, &TamperError{Seq: p.Seq, What: fmt.Sprintf("the database's ledger ends at seq %d, but this server signed a checkpoint of tree size %d: records were removed while it ran; the append was refused so that no seq is issued twice", p.Seq-1, mine), Hint: tamperHint}
+		}
 		r := rec
 		r.Seq = p.Seq
 		r.Supersedes = ""
@@ -290,6 +307,7 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 			return store.LedgerRecord{}, fmt.Errorf("oip: the canonical bytes of %s hold no body", r.InvID)
 		}
 		built = r
+		s.building.Store(r.InvID, leaf)
 		ts, err := time.Parse(TimeFormat, r.Timestamp)
 		if err != nil {
 			return store.LedgerRecord{}, fmt.Errorf("oip: record timestamp: %w", err)
@@ -560,6 +578,9 @@ func (s *Service) Record(ctx context.Context, invID string) (Record, error) {
 	sr, err := s.st.LedgerRecord(ctx, invID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
+			if err := s.notShrunk(ctx); err != nil {
+				return Record{}, err // a receipt handed out is answered or the server stops
+			}
 			return Record{}, protocol.Errorf(protocol.ENotFound, "No ledger record has the inv_ID %q; check the receipt's inv_ID.", protocol.Truncate(invID, 64))
 		}
 		return Record{}, fmt.Errorf("oip: read record: %w", err)
@@ -632,6 +653,9 @@ func (s *Service) History(ctx context.Context, key string, after int64, limit in
 // Latest returns the latest record of key, with replayed_by: one lookup,
 // whatever the length of the key's history.
 func (s *Service) Latest(ctx context.Context, key string) (Record, error) {
+	if err := s.notShrunk(ctx); err != nil {
+		return Record{}, err
+	}
 	sr, err := s.st.LedgerHead(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return Record{}, protocol.Errorf(protocol.ENotFound, "Nothing was dispatched under the key %q; dispatch it first or check the key.", protocol.Truncate(key, 140))
@@ -673,6 +697,9 @@ type DirectoryPage struct {
 func (s *Service) Directory(ctx context.Context, after string, limit int) (DirectoryPage, error) {
 	if limit <= 0 || limit > s.maxPage {
 		limit = s.maxPage
+	}
+	if err := s.notShrunk(ctx); err != nil {
+		return DirectoryPage{}, err
 	}
 	recs, err := s.st.LedgerLatest(ctx, TypeDirectoryRow, after, limit+1)
 	if err != nil {

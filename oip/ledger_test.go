@@ -434,8 +434,8 @@ func rebuiltRoot(t *testing.T, st store.Store) string {
 
 func TestCatchUpWithAnotherWriter(t *testing.T) {
 	st := memstore.New()
-	a := newService(t, st, nil)
-	b := newService(t, st, nil)
+	a := newService(t, st, &Options{SharedStore: true})
+	b := newService(t, st, &Options{SharedStore: true})
 	ctx := context.Background()
 	var last Receipt
 	for i := range 10 {

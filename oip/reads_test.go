@@ -184,3 +184,101 @@ func TestAnEditedHeadServesNoOlderVersion(t *testing.T) {
 		t.Fatalf("the next version supersedes %q (%v), want %s", rec.Supersedes, err, newer.InvID)
 	}
 }
+
+// forge inserts into the file a well-formed record of seq after the last
+// one (its bytes, entry_hash and columns consistent, but no checkpoint
+// covers it: an attacker has no signing key) and returns its inv_ID.
+func (l *readLedger) forge(t *testing.T, seq int64) string {
+	t.Helper()
+	r, err := l.svc.template(context.Background(), "row-9", TypeDirectoryRow, []byte(simpleRow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Seq = seq
+	var canon []byte
+	if r.EntryHash, _, canon, err = hashes(r); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := parseTime(r.Timestamp)
+	l.exec(t, `INSERT INTO ledger (seq, inv_id, key, type, body, timestamp, source, entry_hash, supersedes, result_of, replay_of, canonical) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', '', ?)`,
+		r.Seq, r.InvID, r.Key, r.Type, string(canonicalBody(canon)), ts.UnixNano(), r.Source, r.EntryHash, canon)
+	l.exec(t, `INSERT INTO ledger_heads (key, seq, type) VALUES (?, ?, ?)`, r.Key, r.Seq, r.Type)
+	return r.InvID
+}
+
+// Under a running server, a record inserted after the newest checkpoint
+// is neither served nor signed: reading it, or appending after it, stops
+// the server with the seq named.
+func TestAnInsertedRecordIsNeitherServedNorSigned(t *testing.T) {
+	for name, read := range map[string]func(l *readLedger, id string) error{
+		"its receipt": func(l *readLedger, id string) error { _, err := l.svc.Record(context.Background(), id); return err },
+		"the key": func(l *readLedger, id string) error {
+			_, err := l.svc.Latest(context.Background(), "row-9")
+			return err
+		},
+		"an append after it": func(l *readLedger, id string) error {
+			_, err := l.svc.Dispatch(context.Background(), "row-10", json.RawMessage(simpleRow))
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newReadLedger(t)
+			id := l.forge(t, 4)
+			err := read(l, id)
+			var te *TamperError
+			if err == nil || !errors.As(err, &te) || te.Seq != 4 || !errors.As(l.tampered, &te) {
+				t.Fatalf("read = %v (OnTamper %v); want the tamper error of seq 4", err, l.tampered)
+			}
+			var cps int
+			if err := l.db.QueryRow(`SELECT COUNT(*) FROM ledger_checkpoints WHERE tree_size > 3`).Scan(&cps); err != nil || cps != 0 {
+				t.Fatalf("%d checkpoints beyond the signed tree (%v)", cps, err)
+			}
+		})
+	}
+}
+
+// Under a running server, removing the newest records (with or without
+// their checkpoints) is seen by the next read or append: a receipt handed
+// out is never answered 404, an older version is never served as the
+// current one, and no seq is issued again.
+func TestRemovedRecordsAreSeenByReadsAndAppends(t *testing.T) {
+	for name, c := range map[string]struct {
+		remove string
+		read   func(l *readLedger) error
+	}{
+		"the last record, a receipt": {`DELETE FROM ledger WHERE seq = 3`, func(l *readLedger) error {
+			_, err := l.svc.Record(context.Background(), l.inv.InvID)
+			return err
+		}},
+		"the last record, an append": {`DELETE FROM ledger WHERE seq = 3`, func(l *readLedger) error {
+			_, err := l.svc.Dispatch(context.Background(), "row-5", json.RawMessage(simpleRow))
+			return err
+		}},
+		"records and checkpoints, the directory": {`DELETE FROM ledger WHERE seq >= 2; DELETE FROM ledger_checkpoints WHERE tree_size >= 2`, func(l *readLedger) error {
+			_, err := l.svc.Directory(context.Background(), "", 0)
+			return err
+		}},
+		"records and checkpoints, the record list": {`DELETE FROM ledger WHERE seq >= 2; DELETE FROM ledger_checkpoints WHERE tree_size >= 2`, func(l *readLedger) error {
+			_, err := l.svc.Records(context.Background(), 0, 0)
+			return err
+		}},
+		"records and checkpoints, a key": {`DELETE FROM ledger WHERE seq >= 2; DELETE FROM ledger_checkpoints WHERE tree_size >= 2`, func(l *readLedger) error {
+			_, err := l.svc.Latest(context.Background(), "row-0")
+			return err
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newReadLedger(t)
+			l.exec(t, c.remove)
+			err := c.read(l)
+			var te *TamperError
+			if err == nil || !errors.As(err, &te) || !errors.As(l.tampered, &te) {
+				t.Fatalf("read = %v (OnTamper %v); want a tamper error", err, l.tampered)
+			}
+			var n int64
+			if err := l.db.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM ledger`).Scan(&n); err != nil || n > 2 {
+				t.Fatalf("the ledger ends at %d after the refusal (%v): a seq was issued again", n, err)
+			}
+		})
+	}
+}

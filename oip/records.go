@@ -49,6 +49,9 @@ func (s *Service) Records(ctx context.Context, before int64, limit int) (RecordP
 		if err != nil {
 			return RecordPage{}, fmt.Errorf("oip: ledger size: %w", err)
 		}
+		if err := s.shrunk(size); err != nil {
+			return RecordPage{}, err
+		}
 		before = size + 1
 	}
 	from := max(1, before-int64(limit))

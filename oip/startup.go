@@ -359,8 +359,14 @@ func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error
 	leaf, err := checkRecord(sr, sr.Seq)
 	if err == nil {
 		s.mu.RLock()
-		if s.treeOK && sr.Seq >= 1 && sr.Seq <= int64(s.tree.size()) && s.tree.levels[0][sr.Seq-1] != leaf {
+		size := int64(s.tree.size())
+		switch {
+		case s.treeOK && sr.Seq >= 1 && sr.Seq <= size && s.tree.levels[0][sr.Seq-1] != leaf:
 			err = recordFault(sr.Seq, "(%s) does not match its leaf in the checked Merkle tree", sr.InvID)
+		case s.treeOK && !s.shared && sr.Seq > size && s.pending[sr.Seq] != leaf && !s.isBuilding(sr.InvID, leaf):
+			// Beyond every record this server appended or checked, and
+			// no append of its own in flight: inserted into the file.
+			err = recordFault(sr.Seq, "(%s) is beyond the ledger this server signed (tree size %d): it was inserted into the database", sr.InvID, size)
 		}
 		s.mu.RUnlock()
 	}
@@ -372,6 +378,13 @@ func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error
 		return store.LedgerRecord{}, &protocol.Error{Code: protocol.EInternal, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
 	}
 	return sr, nil
+}
+
+// isBuilding reports whether this service built the record of invID, with
+// that leaf, for an append it has not finished.
+func (s *Service) isBuilding(invID string, leaf [hashSize]byte) bool {
+	b, ok := s.building.Load(invID)
+	return ok && b.([hashSize]byte) == leaf
 }
 
 // tamper reports a failed integrity check, once.
