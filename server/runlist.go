@@ -93,7 +93,16 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 		if err != nil {
 			return protocol.Errorf(protocol.EInvalid, "updated_after must be an RFC 3339 time such as 2026-01-02T15:04:05.000Z (a run's updated_at), not %q.", protocol.Truncate(v, 40)).With("field", "updated_after")
 		}
-		f.UpdatedAfter = t
+		switch {
+		case t.Year() > 2261:
+			// Beyond what a stored time can hold (nanoseconds since 1970
+			// in 64 bits): no run can have changed after it.
+			return protocol.Errorf(protocol.EInvalid, "updated_after %q is later than any time a run can have (before 2262); pass a run's updated_at.", protocol.Truncate(v, 40)).With("field", "updated_after")
+		case t.Year() < 1678:
+			// Earlier than any stored time: every run changed after it.
+		default:
+			f.UpdatedAfter = t
+		}
 	}
 	if v := q.Get("cursor"); v != "" {
 		cur, err := decodeRunCursor(v)

@@ -116,6 +116,8 @@ func TestListRuns(t *testing.T) {
 				}
 			}
 			check("?updated_after=2000-01-01T00:00:00Z", all.ids()...)
+			check("?updated_after=1600-01-01T00:00:00Z", all.ids()...) // before any time stored
+			check("?updated_after=2261-12-31T23:59:59Z")
 			// Polling from the newest time seen finds nothing until a run changes.
 			check("?updated_after=" + url.QueryEscape(all.Runs[0].UpdatedAt))
 			// The workflow-scoped API lists that workflow's runs.
@@ -158,6 +160,7 @@ func TestListRunsBadInput(t *testing.T) {
 		"?cursor=nonsense":                      "cursor",
 		"?cursor=cjE6MTox":                      "cursor", // r1:1:1 is fine; see below
 		"?updated_after=yesterday":              "updated_after",
+		"?updated_after=9999-12-31T23:59:59Z":   "before 2262",
 		"?status=sleeping":                      "awaiting_input",
 		"?workflow_id=nope":                     "config-wizard-v1",
 		"?workflow_id=config-wizard-v1&state=X": "CONFIGURE",
