@@ -2,9 +2,13 @@ package oip
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/protocol"
@@ -50,14 +54,46 @@ func (s *Service) recordDispatcher(ctx context.Context, invID string) error {
 		return nil
 	}
 	p := auth.FromContext(ctx)
-	scopes := p.Scopes
+	scopes := slices.Clone(p.Scopes)
 	if scopes == nil {
 		scopes = []string{}
 	}
+	// The table is outside the signed ledger: the scopes carry this
+	// server's signature, so that an edit of the database cannot grant a
+	// dispatcher the exec it did not hold.
+	sig, err := s.key.signer.Sign(scopesMessage(invID, scopes))
+	if err != nil {
+		return fmt.Errorf("oip: sign the dispatcher's scopes: %w", err)
+	}
+	scopes = append(scopes, scopesSigPrefix+base64.StdEncoding.EncodeToString(sig))
 	if err := ds.PutDispatcherScopes(context.WithoutCancel(ctx), invID, scopes); err != nil {
 		return fmt.Errorf("oip: record the dispatcher's scopes: %w", err)
 	}
 	return nil
+}
+
+// scopesSigPrefix marks the element of recorded scopes that holds their
+// signature.
+const scopesSigPrefix = "sig:"
+
+// scopesMessage is what the signature of a dispatcher's scopes signs.
+func scopesMessage(invID string, scopes []string) []byte {
+	return []byte("asmp dispatcher scopes\n" + invID + "\n" + strings.Join(scopes, ",") + "\n")
+}
+
+// signedScopes reports whether recorded scopes end with this server's
+// signature of the others, for the record invID. The caller's slice is
+// cut to the scopes themselves.
+func (s *Service) signedScopes(invID string, scopes []string) bool {
+	if len(scopes) == 0 || !strings.HasPrefix(scopes[len(scopes)-1], scopesSigPrefix) {
+		return false
+	}
+	sig, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(scopes[len(scopes)-1], scopesSigPrefix))
+	if err != nil {
+		return false
+	}
+	v, err := note.NewVerifier(s.key.vkey)
+	return err == nil && v.Verify(scopesMessage(invID, scopes[:len(scopes)-1]), sig)
 }
 
 // mayRunForWorkflow reports whether a workflow may run the row version
@@ -75,6 +111,9 @@ func (s *Service) mayRunForWorkflow(ctx context.Context, rec store.LedgerRecord)
 			held = "is not known to have held the exec scope when it dispatched it (no scopes were recorded)"
 		case err != nil:
 			return false, "", err
+		case !s.signedScopes(rec.InvID, scopes):
+			held = "is not known to have held the exec scope when it dispatched it (its recorded scopes do not carry this server's signature: edited in the database, or recorded under an earlier signing key)"
+			s.log.Warn("a dispatcher's recorded scopes fail their signature check", "inv_ID", rec.InvID, "key", rec.Key)
 		case slices.Contains(scopes, auth.ScopeExec):
 			return true, "", nil
 		}

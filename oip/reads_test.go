@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
@@ -280,5 +281,62 @@ func TestRemovedRecordsAreSeenByReadsAndAppends(t *testing.T) {
 				t.Fatalf("the ledger ends at %d after the refusal (%v): a seq was issued again", n, err)
 			}
 		})
+	}
+}
+
+// The scopes a dispatcher held are kept beside the ledger, signed by the
+// server: granting a dispatcher exec by editing the table in the file
+// does not let workflows run its row version.
+func TestEditedDispatcherScopesGrantNothing(t *testing.T) {
+	l := newReadLedger(t)
+	ctx := context.Background()
+	dispatch := func(key string, scopes ...string) store.LedgerRecord {
+		t.Helper()
+		pctx := auth.WithPrincipal(ctx, auth.Principal{Name: "p-" + key, Scopes: scopes})
+		rc, err := l.svc.Dispatch(pctx, key, json.RawMessage(simpleRow))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := l.st.LedgerRecord(ctx, rc.InvID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	mayRun := func(rec store.LedgerRecord) bool {
+		t.Helper()
+		ok, _, err := l.svc.mayRunForWorkflow(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	execRow := dispatch("exec-row", auth.ScopeRead, auth.ScopeDispatch, auth.ScopeExec)
+	plain := dispatch("plain-row", auth.ScopeRead, auth.ScopeDispatch)
+	if !mayRun(execRow) || mayRun(plain) {
+		t.Fatalf("before any edit: exec holder's row %v, dispatch-only row %v", mayRun(execRow), mayRun(plain))
+	}
+	// Granting exec in the file: with the old signature, and without one.
+	var recorded string
+	if err := l.db.QueryRow(`SELECT scopes FROM ledger_scopes WHERE inv_id = ?`, plain.InvID).Scan(&recorded); err != nil {
+		t.Fatal(err)
+	}
+	for _, forged := range []string{
+		strings.Replace(recorded, "dispatch,", "dispatch,exec,", 1),
+		"read,dispatch,exec",
+	} {
+		l.exec(t, `UPDATE ledger_scopes SET scopes = ? WHERE inv_id = ?`, forged, plain.InvID)
+		if mayRun(plain) {
+			t.Fatalf("scopes edited to %q let a workflow run the row", forged)
+		}
+	}
+	// Another record's signed scopes copied over do not fit this record.
+	var signed string
+	if err := l.db.QueryRow(`SELECT scopes FROM ledger_scopes WHERE inv_id = ?`, execRow.InvID).Scan(&signed); err != nil {
+		t.Fatal(err)
+	}
+	l.exec(t, `UPDATE ledger_scopes SET scopes = ? WHERE inv_id = ?`, signed, plain.InvID)
+	if mayRun(plain) {
+		t.Fatal("another record's signed scopes let a workflow run the row")
 	}
 }
