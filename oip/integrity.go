@@ -535,6 +535,9 @@ func Check(ctx context.Context, st store.LedgerStore, opts *CheckOptions) (Check
 		return fail(err)
 	}
 	rep.Checkpoints = c.count
+	if err := checkHeads(ctx, st); err != nil {
+		return fail(err)
+	}
 	rep.RootHash = c.last.RootHash
 	rep.OK = true
 	return rep, nil
@@ -577,4 +580,23 @@ func newestCheckpoint(ctx context.Context, st store.LedgerStore) (*store.LedgerC
 			return latest, n, checkpointFault("no stored checkpoint covers records %d..%d (the checkpoint of tree size %d was removed)", size+1, n, n)
 		}
 	}
+}
+
+// checkHeads checks, for a store that keeps an index of each key's latest
+// record, that the index agrees with the ledger: the records are checked
+// against the tree, the index is not, and an edited entry could hide a
+// row from the directory.
+func checkHeads(ctx context.Context, st store.LedgerStore) error {
+	hc, ok := st.(store.LedgerHeadsChecker)
+	if !ok {
+		return nil
+	}
+	key, err := hc.CheckLedgerHeads(ctx)
+	if err != nil {
+		return fmt.Errorf("oip: %w", err)
+	}
+	if key != "" {
+		return &TamperError{What: fmt.Sprintf("the index of each key's latest record (ledger_heads) disagrees with the ledger for the key %q: it was edited in the database (a row could be hidden from the directory)", key), Hint: tamperHint}
+	}
+	return nil
 }

@@ -340,3 +340,27 @@ func TestEditedDispatcherScopesGrantNothing(t *testing.T) {
 		t.Fatal("another record's signed scopes let a workflow run the row")
 	}
 }
+
+// The index of each key's latest record is outside the tree: the full
+// check (and so `asmp ledger check` and the background pass) compares it
+// with the ledger, so an entry removed or retyped to hide a row is found.
+func TestEditedHeadsAreFoundByTheFullCheck(t *testing.T) {
+	for name, edit := range map[string]string{
+		"an entry removed":       `DELETE FROM ledger_heads WHERE key = 'row-1'`,
+		"an entry retyped":       `UPDATE ledger_heads SET type = 'invocation' WHERE key = 'row-0'`,
+		"an entry for no record": `INSERT INTO ledger_heads (key, seq, type) VALUES ('ghost', 2, 'directory_row')`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newReadLedger(t)
+			if rep, err := Check(context.Background(), l.st, nil); err != nil || !rep.OK {
+				t.Fatalf("before the edit: %+v %v", rep, err)
+			}
+			l.exec(t, edit)
+			rep, err := Check(context.Background(), l.st, nil)
+			var te *TamperError
+			if err == nil || rep.OK || !errors.As(err, &te) || !strings.Contains(te.What, "ledger_heads") {
+				t.Fatalf("after the edit: %+v %v", rep, err)
+			}
+		})
+	}
+}

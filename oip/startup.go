@@ -299,6 +299,9 @@ func (s *Service) verifyAll(ctx context.Context, progress func(done, total int64
 	if err := c.run(ctx, s.base); err != nil {
 		return err
 	}
+	if err := checkHeads(ctx, s.st); err != nil {
+		return err
+	}
 	s.installTree(*c.full)
 	if err := s.st.SetLedgerVerified(ctx, s.base); err != nil {
 		s.log.Warn("recording the verified ledger size failed", "err", err)

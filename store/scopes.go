@@ -15,3 +15,13 @@ type DispatcherScopes interface {
 	// (a record of an older release, or a crash between the two writes).
 	DispatcherScopes(ctx context.Context, invID string) ([]string, error)
 }
+
+// LedgerHeadsChecker is implemented by stores that keep an index of each
+// key's latest record (ledger_heads) in a file or database others may
+// write: CheckLedgerHeads returns the first key whose entry disagrees with
+// the ledger (missing, naming another record or type, or naming no record
+// of its key), or "" when every entry agrees. The ledger's full check calls
+// it: an edited index could hide a row from the directory.
+type LedgerHeadsChecker interface {
+	CheckLedgerHeads(ctx context.Context) (key string, err error)
+}

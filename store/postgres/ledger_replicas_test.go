@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/verify"
 )
@@ -116,6 +118,23 @@ func TestReplicasSignOneLedger(t *testing.T) {
 	}
 	if rep, err := oip.Check(ctx, stA, nil); err != nil || !rep.OK || rep.Checkpoints != int64(len(cks)) {
 		t.Fatalf("Check = %+v %v", rep, err)
+	}
+	// The index of latest records agrees with the ledger, and an edit of
+	// it is found.
+	if key, err := stA.CheckLedgerHeads(ctx); err != nil || key != "" {
+		t.Fatalf("CheckLedgerHeads = %q, %v", key, err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	heads := pgx.Identifier{schema, "ledger_heads"}.Sanitize()
+	if _, err := conn.Exec(ctx, `UPDATE `+heads+` SET type = 'invocation' WHERE key = (SELECT MIN(key) FROM `+heads+` WHERE type = 'directory_row')`); err != nil {
+		t.Fatal(err)
+	}
+	if key, err := stA.CheckLedgerHeads(ctx); err != nil || key == "" {
+		t.Fatalf("an edited head: CheckLedgerHeads = %q, %v", key, err)
 	}
 	tmu.Lock()
 	defer tmu.Unlock()

@@ -1,0 +1,33 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/asmp-dev/asmp/store"
+)
+
+var _ store.LedgerHeadsChecker = (*Store)(nil)
+
+// CheckLedgerHeads implements store.LedgerHeadsChecker.
+func (s *Store) CheckLedgerHeads(ctx context.Context) (string, error) {
+	var key string
+	err := s.pool.QueryRow(ctx, `SELECT k FROM (
+	SELECT g.key AS k FROM (SELECT key, MAX(seq) AS seq FROM ledger GROUP BY key) g
+		JOIN ledger l ON l.seq = g.seq
+		LEFT JOIN ledger_heads h ON h.key = g.key
+		WHERE h.key IS NULL OR h.seq <> g.seq OR h.type <> l.type
+	UNION ALL
+	SELECT h.key AS k FROM ledger_heads h LEFT JOIN ledger l ON l.seq = h.seq AND l.key = h.key WHERE l.seq IS NULL
+) AS bad LIMIT 1`).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("postgres: check ledger heads: %w", err)
+	}
+	return key, nil
+}
