@@ -291,7 +291,7 @@ func (s *Service) shrunk(n int64) error {
 	if mine := s.signedSize(); n < mine {
 		err := &TamperError{Seq: n + 1, What: fmt.Sprintf("the database's ledger ends at seq %d, but this server signed a checkpoint of tree size %d: records were removed while it ran", n, mine), Hint: tamperHint}
 		s.tamper(err)
-		return &protocol.Error{Code: protocol.EInternal, Hint: "The ledger in the database is smaller than the checkpoint this server signed last (records were removed); nothing is served from it and the server is stopping. See its log.", Err: err}
+		return &protocol.Error{Code: protocol.EUnavailable, Hint: "The ledger in the database is smaller than the checkpoint this server signed last (records were removed); nothing is served from it and the server is stopping. See its log.", Err: err}
 	}
 	return nil
 }
@@ -596,7 +596,7 @@ func checkHeads(ctx context.Context, st store.LedgerStore) error {
 		return fmt.Errorf("oip: %w", err)
 	}
 	if key != "" {
-		return &TamperError{What: fmt.Sprintf("the index of each key's latest record (ledger_heads) disagrees with the ledger for the key %q: it was edited in the database (a row could be hidden from the directory)", key), Hint: tamperHint}
+		return &TamperError{What: fmt.Sprintf("the index of each key's latest record (ledger_heads) disagrees with the ledger for the key %q, or the key has a record with a seq below 1: the database was edited (a row could be hidden from the directory, or one inserted outside the tree)", key), Hint: tamperHint}
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func TestEveryReadChecksTheRecord(t *testing.T) {
 	}
 	records := func(t *testing.T, l *readLedger) error {
 		r := do(t, l.svc.Handler(), nil, "GET", "/api/ledger/records", "")
-		if r.Code != 500 {
+		if r.Code != 503 {
 			t.Errorf("GET /api/ledger/records: %d %s", r.Code, r.Body)
 		}
 		_, err := l.svc.Records(context.Background(), 0, 0)
@@ -121,7 +121,7 @@ func TestEveryReadChecksTheRecord(t *testing.T) {
 			c.tamper(t, l)
 			err := c.read(t, l)
 			var te *TamperError
-			if protocol.ErrorCode(err) != protocol.EInternal || !errors.As(err, &te) || te.Seq != c.seq || !strings.Contains(te.What, c.want) {
+			if protocol.ErrorCode(err) != protocol.EUnavailable || !errors.As(err, &te) || te.Seq != c.seq || !strings.Contains(te.What, c.want) {
 				t.Fatalf("read = %v; want the tamper error of seq %d, %q", err, c.seq, c.want)
 			}
 			if !errors.As(l.tampered, &te) {
@@ -362,5 +362,25 @@ func TestEditedHeadsAreFoundByTheFullCheck(t *testing.T) {
 				t.Fatalf("after the edit: %+v %v", rep, err)
 			}
 		})
+	}
+}
+
+// A record with a seq below 1 is outside every range the checks walk: it
+// is refused when read, and the full check finds it.
+func TestARecordBelowSeqOneIsRefused(t *testing.T) {
+	for _, seq := range []int64{0, -5} {
+		l := newReadLedger(t)
+		id := l.forge(t, seq)
+		_, err := l.svc.Record(context.Background(), id)
+		var te *TamperError
+		if err == nil || !errors.As(err, &te) || te.Seq != seq || protocol.ErrorCode(err) != protocol.EUnavailable {
+			t.Fatalf("seq %d: read = %v; want the tamper error", seq, err)
+		}
+		if _, err := l.svc.Latest(context.Background(), "row-9"); err == nil {
+			t.Fatalf("seq %d: the key's forged record was served", seq)
+		}
+		if rep, err := Check(context.Background(), l.st, nil); err == nil || rep.OK {
+			t.Fatalf("seq %d: the full check passed: %+v", seq, rep)
+		}
 	}
 }

@@ -360,6 +360,11 @@ func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
 // (OnTamper) and is answered as a server fault.
 func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error) {
 	leaf, err := checkRecord(sr, sr.Seq)
+	if err == nil && sr.Seq < 1 {
+		// No seq below 1 is ever written: inserted into the file, outside
+		// every range the checks walk.
+		err = recordFault(sr.Seq, "(%s) has a seq below 1, which no append writes: it was inserted into the database", sr.InvID)
+	}
 	if err == nil {
 		s.mu.RLock()
 		size := int64(s.tree.size())
@@ -378,7 +383,7 @@ func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error
 	}
 	if err != nil {
 		s.tamper(err)
-		return store.LedgerRecord{}, &protocol.Error{Code: protocol.EInternal, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
+		return store.LedgerRecord{}, &protocol.Error{Code: protocol.EUnavailable, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
 	}
 	return sr, nil
 }

@@ -20,7 +20,8 @@ type DispatcherScopes interface {
 // key's latest record (ledger_heads) in a file or database others may
 // write: CheckLedgerHeads returns the first key whose entry disagrees with
 // the ledger (missing, naming another record or type, or naming no record
-// of its key), or "" when every entry agrees. The ledger's full check calls
+// of its key) or that has a record with a seq below 1 (outside every range
+// the checks walk), or "" when every entry agrees. The ledger's full check calls
 // it: an edited index could hide a row from the directory.
 type LedgerHeadsChecker interface {
 	CheckLedgerHeads(ctx context.Context) (key string, err error)

@@ -22,6 +22,8 @@ func (s *Store) CheckLedgerHeads(ctx context.Context) (string, error) {
 		WHERE h.key IS NULL OR h.seq <> g.seq OR h.type <> l.type
 	UNION ALL
 	SELECT h.key AS k FROM ledger_heads h LEFT JOIN ledger l ON l.seq = h.seq AND l.key = h.key WHERE l.seq IS NULL
+	UNION ALL
+	SELECT key AS k FROM ledger WHERE seq < 1
 ) AS bad LIMIT 1`).Scan(&key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil

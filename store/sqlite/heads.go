@@ -21,6 +21,8 @@ const headsCheckQuery = `SELECT k FROM (
 		WHERE h.key IS NULL OR h.seq != g.seq OR h.type != l.type
 	UNION ALL
 	SELECT h.key AS k FROM ledger_heads h LEFT JOIN ledger l ON l.seq = h.seq AND l.key = h.key WHERE l.seq IS NULL
+	UNION ALL
+	SELECT key AS k FROM ledger WHERE seq < 1
 ) LIMIT 1`
 
 // CheckLedgerHeads implements store.LedgerHeadsChecker.
