@@ -1,9 +1,15 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,7 +46,8 @@ records an invocation and answers the built argv; it asks the server to run
 the command when the token may (GET /whoami at start: the server runs with
 --allow-exec and the token holds the exec scope), never with --no-execute.
 
-Logs go to stderr; stdout carries only MCP messages.`,
+Logs go to stderr; stdout carries only MCP messages. A stdin line that is
+not JSON is answered with JSON-RPC's parse error, and the session goes on.`,
 		Example: `  ASMP_TOKEN=s3cret asmp mcp --server http://127.0.0.1:8000
   asmp mcp --rows 'number-facts.*'`,
 		Args: cobra.NoArgs,
@@ -66,7 +73,8 @@ Logs go to stderr; stdout carries only MCP messages.`,
 			if noExecute {
 				opts.Execute = func(context.Context) bool { return false }
 			}
-			t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+			out := &lockedWriter{w: env.Stdout}
+			t := &mcp.IOTransport{Reader: jsonLines(env.Stdin, out, log), Writer: nopWriteCloser{out}}
 			return mcpbridge.Serve(cmd.Context(), c, opts, poll, t)
 		},
 	}
@@ -77,6 +85,88 @@ Logs go to stderr; stdout carries only MCP messages.`,
 	fl.DurationVar(&poll, "poll", mcpbridge.DefaultPoll, "how often the directory is read for changed rows")
 	fl.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
 	return cmd
+}
+
+// maxMCPLine bounds one message on stdin (the SDK's own frame limit).
+const maxMCPLine = 4 << 20
+
+// jsonLines passes the lines of in that are JSON on to the MCP transport
+// and answers each other one itself with JSON-RPC's parse error (-32700,
+// id null), as JSON-RPC asks: one malformed line from a host must not end
+// the session. Blank lines are skipped.
+func jsonLines(in io.Reader, out io.Writer, log *slog.Logger) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := readLine(r, maxMCPLine)
+			if t := bytes.TrimSpace(line); len(t) > 0 {
+				switch {
+				case errors.Is(err, errLongLine) || !json.Valid(t):
+					why := "Parse error: the line is not JSON"
+					if errors.Is(err, errLongLine) {
+						why = fmt.Sprintf("Parse error: the line is longer than %d bytes", maxMCPLine)
+					}
+					log.Warn("a stdin line that is not a JSON-RPC message was answered with a parse error", "bytes", len(line))
+					b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": why}})
+					if _, werr := out.Write(append(b, '\n')); werr != nil {
+						pw.CloseWithError(werr)
+						return
+					}
+				default:
+					if _, werr := pw.Write(append(t, '\n')); werr != nil {
+						return
+					}
+				}
+			}
+			if err != nil && !errors.Is(err, errLongLine) {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+var errLongLine = errors.New("line too long")
+
+// readLine reads one line (without its newline) of at most limit bytes;
+// a longer one is read to its end, dropped, and reported as errLongLine.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > limit {
+			line = nil
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil {
+				return []byte("x"), err
+			}
+			return []byte("x"), errLongLine
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// lockedWriter serialises writes to w: the transport's messages and the
+// parse errors jsonLines writes are each one Write.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// FuzzJSONLines: whatever arrives on stdin, every JSON line is passed on
+// unchanged (trimmed) and in order, every other non-blank line is
+// answered with one parse error, and nothing else is written.
+func FuzzJSONLines(f *testing.F) {
+	for _, s := range []string{
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+		"nonsense\n{}\n\n  [1,2]  \n",
+		"{\"a\":\n",
+		"",
+		"\r\n\t\n",
+		"{}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var out bytes.Buffer
+		passed, err := io.ReadAll(jsonLines(strings.NewReader(in), &out, slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantPassed []string
+		wantErrors := 0
+		for _, l := range strings.Split(in, "\n") {
+			switch t := strings.TrimSpace(l); {
+			case t == "":
+			case json.Valid([]byte(t)):
+				wantPassed = append(wantPassed, t)
+			default:
+				wantErrors++
+			}
+		}
+		if got := strings.Join(wantPassed, "\n"); strings.TrimSuffix(string(passed), "\n") != got {
+			t.Fatalf("passed on %q, want %q", passed, got)
+		}
+		sc := bufio.NewScanner(&out)
+		n := 0
+		for sc.Scan() {
+			var m struct {
+				Error struct{ Code int } `json:"error"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Error.Code != -32700 {
+				t.Fatalf("answered %q", sc.Text())
+			}
+			n++
+		}
+		if n != wantErrors {
+			t.Fatalf("%d parse errors for %d malformed lines", n, wantErrors)
+		}
+	})
+}
