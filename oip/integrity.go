@@ -3,7 +3,6 @@ package oip
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -128,26 +127,9 @@ func canonicalBody(c []byte) json.RawMessage {
 // executed from the bytes its leaf is the hash of, never from a column
 // that could be edited apart from them.
 func decodeRecord(sr store.LedgerRecord) (store.LedgerRecord, error) {
-	var h struct {
-		InvID      string          `json:"inv_ID"`
-		Seq        int64           `json:"seq"`
-		Key        string          `json:"key"`
-		Type       string          `json:"type"`
-		Body       json.RawMessage `json:"body"`
-		Timestamp  string          `json:"timestamp"`
-		Source     string          `json:"source"`
-		Supersedes *string         `json:"supersedes"`
-		ResultOf   string          `json:"result_of"`
-		ReplayOf   string          `json:"replay_of"`
-	}
-	if err := json.Unmarshal(sr.Canonical, &h); err != nil {
+	h, err := verify.DecodeCanonical(sr.Canonical)
+	if err != nil {
 		return sr, recordFault(sr.Seq, "(%s): its stored canonical bytes do not decode: %v", sr.InvID, err)
-	}
-	sum := sha256.Sum256(sr.Canonical)
-	entry := hex.EncodeToString(sum[:])
-	sup := ""
-	if h.Supersedes != nil {
-		sup = *h.Supersedes
 	}
 	var field string
 	switch {
@@ -161,7 +143,7 @@ func decodeRecord(sr store.LedgerRecord) (store.LedgerRecord, error) {
 		field = "type"
 	case h.Source != sr.Source:
 		field = "source"
-	case sup != sr.Supersedes:
+	case h.Supersedes != sr.Supersedes:
 		field = "supersedes"
 	case h.ResultOf != sr.ResultOf:
 		field = "result_of"
@@ -169,7 +151,7 @@ func decodeRecord(sr store.LedgerRecord) (store.LedgerRecord, error) {
 		field = "replay_of"
 	case h.Timestamp != formatTime(sr.Timestamp):
 		field = "timestamp"
-	case entry != sr.EntryHash:
+	case h.EntryHash != sr.EntryHash:
 		field = "entry_hash"
 	}
 	if field != "" {

@@ -71,6 +71,27 @@ func CanonicalJSON(r wire.Record) ([]byte, error) {
 	return c, nil
 }
 
+// DecodeCanonical is the inverse of CanonicalJSON: the record whose
+// canonical bytes data are, with EntryHash set to their SHA-256. It does
+// not check that data is canonical; comparing CanonicalJSON of the result
+// with data does.
+func DecodeCanonical(data []byte) (wire.Record, error) {
+	var h hashedRecord
+	if err := json.Unmarshal(data, &h); err != nil {
+		return wire.Record{}, fmt.Errorf("oip: decode canonical record: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	r := wire.Record{
+		InvID: h.InvID, Seq: h.Seq, Key: h.Key, Type: h.Type, Body: h.Body,
+		Timestamp: h.Timestamp, Source: h.Source, EntryHash: hex.EncodeToString(sum[:]),
+		ResultOf: h.ResultOf, ReplayOf: h.ReplayOf,
+	}
+	if h.Supersedes != nil {
+		r.Supersedes = *h.Supersedes
+	}
+	return r, nil
+}
+
 // EntryHash returns the hex SHA-256 of CanonicalJSON(r), the value a
 // genuine record carries as entry_hash.
 func EntryHash(r wire.Record) (string, error) {

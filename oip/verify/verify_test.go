@@ -105,3 +105,30 @@ func TestReceiptFrom(t *testing.T) {
 		t.Fatal("an unknown receipt verified")
 	}
 }
+
+// DecodeCanonical undoes CanonicalJSON: every hashed field comes back, a
+// null supersedes as "", and EntryHash is the hash of the bytes.
+func TestDecodeCanonicalUndoesCanonicalJSON(t *testing.T) {
+	for _, r := range []wire.Record{
+		{InvID: "inv_A", Seq: 1, Key: "k", Type: "directory_row", Body: json.RawMessage(`{"b":1,"a":[true,null]}`), Timestamp: "2026-01-02T03:04:05.678Z", Source: "alice"},
+		{InvID: "inv_B", Seq: 7, Key: "k", Type: "invocation_result", Body: json.RawMessage(`{}`), Timestamp: "2026-01-02T03:04:05.679Z", Source: "bob", Supersedes: "inv_A", ResultOf: "inv_C", ReplayOf: "inv_D"},
+	} {
+		c, err := verify.CanonicalJSON(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := verify.DecodeCanonical(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := verify.EntryHash(r)
+		again, _ := verify.CanonicalJSON(got)
+		if got.EntryHash != want || string(again) != string(c) || got.InvID != r.InvID || got.Seq != r.Seq || got.Key != r.Key || got.Type != r.Type ||
+			got.Timestamp != r.Timestamp || got.Source != r.Source || got.Supersedes != r.Supersedes || got.ResultOf != r.ResultOf || got.ReplayOf != r.ReplayOf {
+			t.Fatalf("DecodeCanonical(%s) = %+v", c, got)
+		}
+	}
+	if _, err := verify.DecodeCanonical([]byte(`{"seq":"one"}`)); err == nil {
+		t.Fatal("a record whose seq is not a number decoded")
+	}
+}
