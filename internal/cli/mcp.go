@@ -99,27 +99,20 @@ func jsonLines(in io.Reader, out io.Writer, log *slog.Logger) io.ReadCloser {
 	go func() {
 		r := bufio.NewReaderSize(in, 64<<10)
 		for {
-			line, err := readLine(r, maxMCPLine)
-			if t := bytes.TrimSpace(line); len(t) > 0 {
-				switch {
-				case errors.Is(err, errLongLine) || !json.Valid(t):
-					why := "Parse error: the line is not JSON"
-					if errors.Is(err, errLongLine) {
-						why = fmt.Sprintf("Parse error: the line is longer than %d bytes", maxMCPLine)
-					}
-					log.Warn("a stdin line that is not a JSON-RPC message was answered with a parse error", "bytes", len(line))
-					b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": why}})
-					if _, werr := out.Write(append(b, '\n')); werr != nil {
-						pw.CloseWithError(werr)
-						return
-					}
-				default:
-					if _, werr := pw.Write(append(t, '\n')); werr != nil {
-						return
-					}
+			line, long, err := readLine(r, maxMCPLine)
+			if msg := bytes.TrimSpace(line); long || len(msg) > 0 {
+				var werr error
+				if !long && json.Valid(msg) {
+					_, werr = pw.Write(append(msg, '\n'))
+				} else {
+					werr = parseError(out, long, log)
+				}
+				if werr != nil {
+					pw.CloseWithError(werr)
+					return
 				}
 			}
-			if err != nil && !errors.Is(err, errLongLine) {
+			if err != nil {
 				if errors.Is(err, io.EOF) {
 					err = nil
 				}
@@ -131,27 +124,33 @@ func jsonLines(in io.Reader, out io.Writer, log *slog.Logger) io.ReadCloser {
 	return pr
 }
 
-var errLongLine = errors.New("line too long")
+// parseError answers a line that is no JSON-RPC message (long: one over
+// maxMCPLine) with JSON-RPC's parse error.
+func parseError(out io.Writer, long bool, log *slog.Logger) error {
+	why := "Parse error: the line is not JSON"
+	if long {
+		why = fmt.Sprintf("Parse error: the line is longer than %d bytes", maxMCPLine)
+	}
+	log.Warn("a stdin line that is not a JSON-RPC message was answered with a parse error", "too_long", long)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": why}})
+	_, err := out.Write(append(b, '\n'))
+	return err
+}
 
-// readLine reads one line (without its newline) of at most limit bytes;
-// a longer one is read to its end, dropped, and reported as errLongLine.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
+// readLine reads one line, its newline included. A line longer than limit
+// is read to its end and dropped: long is set and line is nil.
+func readLine(r *bufio.Reader, limit int) (line []byte, long bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > limit {
-			line = nil
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > limit {
+				line, long = nil, true
+			} else {
+				line = append(line, chunk...)
 			}
-			if err != nil {
-				return []byte("x"), err
-			}
-			return []byte("x"), errLongLine
 		}
-		line = append(line, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
+			return line, long, err
 		}
 	}
 }

@@ -60,3 +60,20 @@ func FuzzJSONLines(f *testing.F) {
 		}
 	})
 }
+
+// A line over the limit is read to its end and dropped; the next line is
+// read whole, also past the reader's buffer.
+func TestReadLineDropsLongLines(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	r := bufio.NewReaderSize(strings.NewReader(long+"\n"+`{"a":1}`+"\n"+strings.Repeat("y", 40)), 16)
+	for i, want := range []struct {
+		line string
+		long bool
+		eof  bool
+	}{{"", true, false}, {`{"a":1}` + "\n", false, false}, {strings.Repeat("y", 40), false, true}} {
+		line, isLong, err := readLine(r, 50)
+		if string(line) != want.line || isLong != want.long || (err == io.EOF) != want.eof || (err != nil && err != io.EOF) {
+			t.Fatalf("line %d: %q %v %v", i, line, isLong, err)
+		}
+	}
+}
