@@ -44,8 +44,8 @@ func newLedgerDB(t *testing.T, backend string) ledgerDB {
 	return ledgerDB{args: []string{"--db", db, "testdata/loop.yaml"}, key: db + ".key", db: db}
 }
 
-// exec runs statements (with $N parameters) as the attacker, with no
-// server running.
+// exec runs statements (with $N parameters) as the attacker, with write
+// access to the database (the server may be running).
 func (d ledgerDB) exec(t *testing.T, stmt string, args ...any) {
 	t.Helper()
 	if d.pg {
