@@ -1,6 +1,10 @@
 package workflow
 
-import "github.com/asmp-dev/asmp/protocol"
+import (
+	"time"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
 
 // Builder assembles a Definition in Go. Methods record what they are given;
 // Build validates the whole definition once, exactly as a file is validated.
@@ -63,6 +67,13 @@ func (b *Builder) Transition(from, action, to string) *TransitionBuilder {
 // workflow.cli(state, ...).
 func (b *Builder) CLI(state string, hook CLIHook) *Builder {
 	b.State(state).CLI(hook)
+	return b
+}
+
+// Schedule adds a schedule that starts a run at every tick of s.Cron (see
+// Schedule), as a file's `schedules:` entry does.
+func (b *Builder) Schedule(s Schedule) *Builder {
+	b.def.Schedules = append(b.def.Schedules, &s)
 	return b
 }
 
@@ -191,6 +202,34 @@ func (sb *StateBuilder) TaskReceipt(key string) *StateBuilder {
 	if sb.s.Task != nil {
 		sb.s.Task.Receipt = key
 	}
+	return sb
+}
+
+// TaskRetry retries the state's task when an attempt fails (see
+// RetryPolicy). Call it after Task or RowTask.
+func (sb *StateBuilder) TaskRetry(p RetryPolicy) *StateBuilder {
+	if sb.s.Task != nil {
+		sb.s.Task.Retry = &p
+	}
+	return sb
+}
+
+// After adds a timer that fires action once a run has stayed in the state
+// for d, as `timers: [{after: d, action: action}]` in a file does.
+func (sb *StateBuilder) After(d time.Duration, action string) *StateBuilder {
+	return sb.Timer(Timer{After: d, Action: action})
+}
+
+// At adds a deadline: a timer that fires action at the time expression (an
+// expr-lang expression over data, e.g. "data.due_at") yields, as `timers:
+// [{at: expression, action: action}]` in a file does.
+func (sb *StateBuilder) At(expression, action string) *StateBuilder {
+	return sb.Timer(Timer{At: expression, Action: action})
+}
+
+// Timer adds a timer with every field given (see Timer), e.g. with Data.
+func (sb *StateBuilder) Timer(t Timer) *StateBuilder {
+	sb.s.Timers = append(sb.s.Timers, &t)
 	return sb
 }
 

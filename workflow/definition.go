@@ -42,6 +42,9 @@ type Definition struct {
 	// Migrations are the file's `migrate:` blocks: how runs of older
 	// versions move to this one. They are not part of the version.
 	Migrations []Migration
+	// Schedules start runs of the workflow at cron ticks (the file's
+	// `schedules:`). They are not part of the version.
+	Schedules []*Schedule
 
 	byName map[string]*State
 	from   map[string][]*Transition
@@ -102,6 +105,9 @@ type State struct {
 	Tools     []*Tool
 	Resources []*Resource
 	Task      *Task
+	// Timers fire actions of this state when a run has stayed in it long
+	// enough, or at a time its data names (see Timer).
+	Timers []*Timer
 }
 
 // Tool returns the state's tool with that name.
@@ -229,6 +235,9 @@ type Task struct {
 	// ledger record when it succeeds: {"key": the invocation's ledger key,
 	// "inv_ID": its receipt}. Hints may quote it, e.g. {data.receipt.key}.
 	Receipt string
+	// Retry, when set, retries a failed attempt with backoff; OnFailure
+	// fires only after the last attempt fails. Nil means one attempt.
+	Retry *RetryPolicy
 }
 
 // TaskFunc runs a background task. It returns the action to fire (""

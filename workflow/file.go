@@ -25,6 +25,28 @@ type fileWorkflow struct {
 	Transitions  []fileTransition      `yaml:"transitions"`
 	// Migrate is not part of the definition's version (see Version).
 	Migrate []fileMigration `yaml:"migrate"`
+	// Schedules are not part of the definition's version either.
+	Schedules []fileSchedule `yaml:"schedules"`
+}
+
+type fileSchedule struct {
+	Cron     string         `yaml:"cron"`
+	Timezone string         `yaml:"timezone"`
+	Data     map[string]any `yaml:"data"`
+}
+
+type fileTimer struct {
+	After  string         `yaml:"after"`
+	At     string         `yaml:"at"`
+	Action string         `yaml:"action"`
+	Data   map[string]any `yaml:"data"`
+}
+
+type fileRetry struct {
+	MaxAttempts int    `yaml:"max_attempts"`
+	Backoff     string `yaml:"backoff"`
+	MaxBackoff  string `yaml:"max_backoff"`
+	Jitter      bool   `yaml:"jitter"`
 }
 
 type fileMigration struct {
@@ -41,6 +63,7 @@ type fileState struct {
 	Tools     []fileTool     `yaml:"tools"`
 	Resources []fileResource `yaml:"resources"`
 	Task      *fileTask      `yaml:"task"`
+	Timers    []fileTimer    `yaml:"timers"`
 }
 
 type fileSkill struct {
@@ -79,11 +102,12 @@ type fileResource struct {
 }
 
 type fileTask struct {
-	Row       string `yaml:"row"`
-	OnSuccess string `yaml:"on_success"`
-	OnFailure string `yaml:"on_failure"`
-	Output    string `yaml:"output"`
-	Receipt   string `yaml:"receipt"`
+	Row       string     `yaml:"row"`
+	OnSuccess string     `yaml:"on_success"`
+	OnFailure string     `yaml:"on_failure"`
+	Output    string     `yaml:"output"`
+	Receipt   string     `yaml:"receipt"`
+	Retry     *fileRetry `yaml:"retry"`
 }
 
 type fileTransition struct {
@@ -154,6 +178,9 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 	}
 	for _, m := range fw.Migrate {
 		d.Migrations = append(d.Migrations, Migration(m))
+	}
+	for _, fs := range fw.Schedules {
+		d.Schedules = append(d.Schedules, &Schedule{Cron: fs.Cron, Timezone: fs.Timezone, Data: fs.Data})
 	}
 	pos := func(p string) (int, int) { return position(body, p) }
 	def, err := build(d, pos)
@@ -233,6 +260,12 @@ func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
 	}
 	if fs.Task != nil {
 		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output, Receipt: fs.Task.Receipt}
+		if r := fs.Task.Retry; r != nil {
+			s.Task.Retry = &RetryPolicy{MaxAttempts: r.MaxAttempts, Jitter: r.Jitter, backoffText: r.Backoff, maxBackoffText: r.MaxBackoff}
+		}
+	}
+	for _, ft := range fs.Timers {
+		s.Timers = append(s.Timers, &Timer{At: ft.At, Action: ft.Action, Data: ft.Data, afterText: ft.After})
 	}
 	return s, problems
 }

@@ -23,10 +23,14 @@ func (f *nowFinder) Visit(n *ast.Node) {
 	}
 }
 
+// exprEnv is the environment of every expression in a workflow (guards,
+// timers' `at`): the run's data as `data`.
+func exprEnv() expr.Option { return expr.Env(map[string]any{"data": map[string]any{}}) }
+
 // compileGuard compiles an expr-lang expression over `data` that must
 // yield a boolean.
 func compileGuard(src string) (guardProgram, error) {
-	p, err := expr.Compile(src, expr.Env(map[string]any{"data": map[string]any{}}), expr.AsBool())
+	p, err := expr.Compile(src, exprEnv(), expr.AsBool())
 	if err != nil {
 		return guardProgram{}, err
 	}

@@ -150,6 +150,7 @@ func (v *validator) validate() {
 		v.state(s)
 	}
 	v.migrations()
+	v.schedules()
 	v.reachability()
 }
 
@@ -365,10 +366,12 @@ func (v *validator) state(s *State) {
 				v.errf(tp+"."+a.field, "action %q expects input (%s); a task fires it without a body", a.action, protocol.DescribeExpects(t.Expects))
 			}
 		}
+		v.retry(tp+".retry", s.Task.Retry)
 		if s.Status != "" && s.Status != protocol.StatusProcessing {
 			v.errf(p+".status", "state %s has a task, so its status is processing while the task runs; remove status %q", s.Name, s.Status)
 		}
 	}
+	v.timers(s)
 }
 
 func (v *validator) reachability() {

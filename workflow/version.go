@@ -36,8 +36,14 @@ import (
 //   - resource files and skill files are inlined (text, or base64 when they
 //     are not UTF-8), so the document alone serves the definition after
 //     its files are gone, on any replica;
-//   - `migrate:` blocks, file positions, comments and the file's name are
-//     not part of it.
+//   - timers are part of it (durations in Go's spelling, 48h0m0s for 2d;
+//     their data as JSON), and so is a task's retry policy (its cap filled
+//     in when left out), since both change how a pinned run goes; a state
+//     or task without them has no key for them, so a workflow without
+//     timers or retries keeps the version it had before they existed;
+//   - `migrate:` blocks and `schedules:` (they move runs or start them,
+//     but are not how a run goes), file positions, comments and the
+//     file's name are not part of it.
 //
 // Workflows defined in Go derive their version the same way, from their
 // declarative part. Go funcs cannot be hashed; the document names each one
@@ -69,6 +75,21 @@ type docState struct {
 	Tools     []docTool     `json:"tools,omitempty"`
 	Resources []docResource `json:"resources,omitempty"`
 	Task      *docTask      `json:"task,omitempty"`
+	Timers    []docTimer    `json:"timers,omitempty"`
+}
+
+type docTimer struct {
+	After  string         `json:"after,omitempty"`
+	At     string         `json:"at,omitempty"`
+	Action string         `json:"action"`
+	Data   map[string]any `json:"data,omitempty"`
+}
+
+type docRetry struct {
+	MaxAttempts int    `json:"max_attempts"`
+	Backoff     string `json:"backoff"`
+	MaxBackoff  string `json:"max_backoff"`
+	Jitter      bool   `json:"jitter,omitempty"`
 }
 
 type docSkill struct {
@@ -112,11 +133,12 @@ type docResource struct {
 }
 
 type docTask struct {
-	Row       string `json:"row,omitempty"`
-	Go        string `json:"go,omitempty"`
-	OnSuccess string `json:"on_success,omitempty"`
-	OnFailure string `json:"on_failure,omitempty"`
-	Output    string `json:"output,omitempty"`
+	Row       string    `json:"row,omitempty"`
+	Go        string    `json:"go,omitempty"`
+	OnSuccess string    `json:"on_success,omitempty"`
+	OnFailure string    `json:"on_failure,omitempty"`
+	Output    string    `json:"output,omitempty"`
+	Retry     *docRetry `json:"retry,omitempty"`
 }
 
 type docTransition struct {
@@ -238,7 +260,17 @@ func (d *Definition) document() (*docWorkflow, error) {
 			if t.Func != nil {
 				dt.Go = taskFuncName(s.Name)
 			}
+			if r := t.Retry; r != nil {
+				dt.Retry = &docRetry{MaxAttempts: r.MaxAttempts, Backoff: r.Backoff.String(), MaxBackoff: r.MaxBackoff.String(), Jitter: r.Jitter}
+			}
 			ds.Task = dt
+		}
+		for _, t := range s.Timers {
+			dt := docTimer{At: t.At, Action: t.Action, Data: t.Data}
+			if t.At == "" {
+				dt.After = t.After.String()
+			}
+			ds.Timers = append(ds.Timers, dt)
 		}
 		doc.States[s.Name] = ds
 	}
@@ -357,7 +389,13 @@ func LoadStored(body []byte, registry *Definition) (*Definition, error) {
 					t.Func = missingTask(dt.Go)
 				}
 			}
+			if r := dt.Retry; r != nil {
+				t.Retry = &RetryPolicy{MaxAttempts: r.MaxAttempts, Jitter: r.Jitter, backoffText: r.Backoff, maxBackoffText: r.MaxBackoff}
+			}
 			s.Task = t
+		}
+		for _, dt := range ds.Timers {
+			s.Timers = append(s.Timers, &Timer{At: dt.At, Action: dt.Action, Data: dt.Data, afterText: dt.After})
 		}
 		d.States = append(d.States, s)
 	}

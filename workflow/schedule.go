@@ -1,0 +1,126 @@
+package workflow
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zones resolve the same on every host, a minimal container included
+
+	"github.com/robfig/cron/v3"
+)
+
+// Schedule starts a run of its workflow at every tick of a cron
+// expression, in a time zone, with Data as the run's initial data.
+//
+// Schedules are not part of the workflow's version: they decide when runs
+// start, not how a run goes, so changing one makes no new version.
+type Schedule struct {
+	// Cron is a standard five-field cron expression (minute hour
+	// day-of-month month day-of-week, e.g. "0 9 * * MON") or a descriptor
+	// (@yearly, @monthly, @weekly, @daily, @hourly).
+	Cron string
+	// Timezone is an IANA time zone name (e.g. Europe/Berlin) the
+	// expression is read in; "" means UTC.
+	Timezone string
+	// Data is the initial data of each run it starts (JSON values).
+	Data map[string]any
+
+	spec *cron.SpecSchedule
+}
+
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// compile parses the expression and the zone; the error says what to fix.
+func (s *Schedule) compile() (field string, err error) {
+	expr := strings.TrimSpace(s.Cron)
+	switch {
+	case expr == "":
+		return "cron", fmt.Errorf("a schedule needs a cron expression, e.g. \"0 9 * * MON\" (09:00 every Monday)")
+	case strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ="):
+		return "cron", fmt.Errorf("give the time zone as timezone: (e.g. timezone: Europe/Berlin), not in the cron expression")
+	case strings.HasPrefix(expr, "@every"):
+		return "cron", fmt.Errorf("@every is not supported: its ticks depend on when counting started, so replicas would not agree on them; use a cron expression (e.g. \"*/15 * * * *\")")
+	}
+	sched, err := cronParser.Parse(expr)
+	if err != nil {
+		return "cron", fmt.Errorf("%q is not a cron expression (minute hour day-of-month month day-of-week, e.g. \"0 9 * * MON\"): %v", s.Cron, err)
+	}
+	spec, ok := sched.(*cron.SpecSchedule)
+	if !ok {
+		return "cron", fmt.Errorf("%q is not a cron expression with fixed ticks", s.Cron)
+	}
+	loc := time.UTC
+	switch s.Timezone {
+	case "", "UTC":
+	case "Local":
+		return "timezone", fmt.Errorf("timezone Local depends on the host; name the zone (e.g. Europe/Berlin, America/New_York, UTC)")
+	default:
+		l, err := time.LoadLocation(s.Timezone)
+		if err != nil {
+			return "timezone", fmt.Errorf("unknown time zone %q: use an IANA name such as Europe/Berlin, America/New_York or UTC", s.Timezone)
+		}
+		loc = l
+	}
+	spec.Location = loc
+	s.spec = spec
+	return "", nil
+}
+
+// Location is the time zone the schedule's expression is read in.
+func (s *Schedule) Location() *time.Location {
+	if s.spec == nil {
+		return time.UTC
+	}
+	return s.spec.Location
+}
+
+// Next returns the schedule's first tick strictly after t (the zero time
+// when there is none within five years, e.g. "0 0 30 2 *").
+func (s *Schedule) Next(t time.Time) time.Time {
+	if s.spec == nil {
+		if _, err := s.compile(); err != nil {
+			return time.Time{}
+		}
+	}
+	n := s.spec.Next(t)
+	if n.IsZero() {
+		return n
+	}
+	return n.In(t.Location())
+}
+
+// Missed returns the latest tick in (last, now]: the one catch-up run a
+// schedule starts for the ticks that fell due while no server was running
+// (a server down from Monday to Thursday with a daily schedule starts one
+// run, for Thursday's tick, not four). ok is false when no tick was
+// missed. It costs about log(now - last) calls of Next, however many ticks
+// there were.
+func (s *Schedule) Missed(last, now time.Time) (tick time.Time, ok bool) {
+	if !now.After(last) {
+		return time.Time{}, false
+	}
+	first := s.Next(last)
+	if first.IsZero() || first.After(now) {
+		return time.Time{}, false
+	}
+	// Look back from now through windows that double until one holds a
+	// tick, then walk that window's ticks forward to the last one.
+	for w := time.Minute; ; w *= 2 {
+		from := now.Add(-w)
+		if !from.After(last) || w > 1<<62 {
+			from = last
+		}
+		if t := s.Next(from); !t.IsZero() && !t.After(now) {
+			for {
+				n := s.Next(t)
+				if n.IsZero() || n.After(now) {
+					return t, true
+				}
+				t = n
+			}
+		}
+		if from.Equal(last) {
+			return first, true // not reached: first is in (last, now]
+		}
+	}
+}

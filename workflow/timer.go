@@ -1,0 +1,235 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// Timer fires one of its state's actions when a run has stayed in the
+// state long enough (After), or at a time its data names (At). Exactly one
+// of After and At is set. The engine fires it as actor "timer", validated
+// like any request, with Data merged over the run's data for the action's
+// `expects`; a run that left the state voids it.
+type Timer struct {
+	// After is how long after entering the state the timer is due (> 0).
+	After time.Duration
+	// At is an expr-lang expression over `data` (the run's data when the
+	// state is entered) that yields the due time: a time (e.g.
+	// date(data.due_at) - duration("1h")) or an RFC 3339 string (e.g.
+	// data.due_at).
+	At string
+	// Action is the transition from the state the timer fires.
+	Action string
+	// Data is the body the action is fired with (JSON values); only the
+	// action's expected fields are allowed.
+	Data map[string]any
+
+	afterText string // the file's spelling of After, parsed by validation
+	prog      *vm.Program
+}
+
+// DueTimer is one timer's due time for one entry into its state.
+type DueTimer struct {
+	Timer *Timer
+	// At is when the timer is due (zero when Err is set).
+	At time.Time
+	// Err, a *TimerError, says why the due time cannot be computed (an
+	// `at` expression that fails or does not yield a time); the engine
+	// records it and sets no timer.
+	Err error
+}
+
+// TimerError is why a timer's due time cannot be computed from a run's
+// data. Its message is meant for the run's event log.
+type TimerError struct {
+	State, Action, At string
+	Err               error
+}
+
+func (e *TimerError) Error() string {
+	return fmt.Sprintf("timer %q of state %s: at %q: %v", e.Action, e.State, e.At, e.Err)
+}
+
+func (e *TimerError) Unwrap() error { return e.Err }
+
+// ErrNotATime is the cause of a TimerError whose expression yields
+// something other than a time or an RFC 3339 string.
+var ErrNotATime = errors.New("the expression does not yield a time")
+
+// DueAt returns when t is due for a run that entered state at entered with
+// data: entered+After, or the time At yields (which may be before entered:
+// the timer is due at once). The error is a *TimerError.
+func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (time.Time, error) {
+	if t.At == "" {
+		return entered.Add(t.After), nil
+	}
+	fail := func(err error) (time.Time, error) {
+		return time.Time{}, &TimerError{State: state, Action: t.Action, At: t.At, Err: err}
+	}
+	prog := t.prog
+	if prog == nil {
+		p, err := compileAt(t.At)
+		if err != nil {
+			return fail(err)
+		}
+		prog = p
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	out, err := expr.Run(prog, map[string]any{"data": data})
+	if err != nil {
+		return fail(fmt.Errorf("the expression could not be evaluated: %s", oneLine(err.Error())))
+	}
+	switch v := out.(type) {
+	case time.Time:
+		return v, nil
+	case string:
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %q is not an RFC 3339 time (e.g. 2026-05-01T17:00:00Z)", ErrNotATime, protocol.Truncate(v, 64)))
+		}
+		return at, nil
+	case nil:
+		return fail(fmt.Errorf("%w: it yields nil (the run's data has no such value)", ErrNotATime))
+	default:
+		return fail(fmt.Errorf("%w: it yields %T", ErrNotATime, v))
+	}
+}
+
+// DueTimers returns the due time of each of s's timers, in declaration
+// order, for a run that entered s at entered with data.
+func (s *State) DueTimers(data map[string]any, entered time.Time) []DueTimer {
+	if len(s.Timers) == 0 {
+		return nil
+	}
+	out := make([]DueTimer, len(s.Timers))
+	for i, t := range s.Timers {
+		at, err := t.DueAt(s.Name, data, entered)
+		out[i] = DueTimer{Timer: t, At: at, Err: err}
+	}
+	return out
+}
+
+// Timer returns s's timer that fires action.
+func (s *State) Timer(action string) (*Timer, bool) {
+	for _, t := range s.Timers {
+		if t.Action == action {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// compileAt compiles a timer's `at` expression in the environment guards
+// use. An expression whose type is known and is neither a string nor a
+// time is refused here, not when it fires.
+func compileAt(src string) (*vm.Program, error) {
+	p, err := expr.Compile(src, exprEnv())
+	if err != nil {
+		return nil, err
+	}
+	if typ := p.Node().Type(); typ != nil {
+		switch {
+		case typ.Kind() == reflect.Interface, typ.Kind() == reflect.String, typ == timeType:
+		default:
+			return nil, fmt.Errorf("%w: it yields %s; give a time (e.g. date(data.due_at)) or an RFC 3339 string (e.g. data.due_at)", ErrNotATime, typ)
+		}
+	}
+	return p, nil
+}
+
+// ParseDuration parses a Go duration (300ms, 90s, 10m, 1h30m) that may also
+// count days: d is 24 hours (2d, 1d12h, 1.5d). A day is always 24 hours,
+// whatever the time zone does.
+func ParseDuration(s string) (time.Duration, error) {
+	bad := func() (time.Duration, error) {
+		return 0, fmt.Errorf("%q is not a duration: use numbers with units ns, us, ms, s, m, h or d, e.g. 90s, 10m, 2d, 1d12h", s)
+	}
+	rest, neg := strings.TrimSpace(s), false
+	if rest != "" && (rest[0] == '-' || rest[0] == '+') {
+		neg, rest = rest[0] == '-', rest[1:]
+	}
+	if rest == "" {
+		return bad()
+	}
+	if rest == "0" {
+		return 0, nil
+	}
+	var total time.Duration
+	for rest != "" {
+		i := 0
+		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
+			i++
+		}
+		j := i
+		for j < len(rest) && !(rest[j] >= '0' && rest[j] <= '9' || rest[j] == '.') {
+			j++
+		}
+		num, unit := rest[:i], rest[i:j]
+		rest = rest[j:]
+		if num == "" || unit == "" {
+			return bad()
+		}
+		var d time.Duration
+		if unit == "d" {
+			f, err := strconv.ParseFloat(num, 64)
+			days := f * float64(24*time.Hour)
+			if err != nil || days >= math.MaxInt64 {
+				return bad()
+			}
+			d = time.Duration(days)
+		} else {
+			var err error
+			if d, err = time.ParseDuration(num + unit); err != nil {
+				return bad()
+			}
+		}
+		if total > math.MaxInt64-d {
+			return bad()
+		}
+		total += d
+	}
+	if neg {
+		total = -total
+	}
+	return total, nil
+}
+
+// jsonObject returns m as decoded JSON values, the way a request body is
+// decoded (numbers as int64 or float64): what a timer's or a schedule's
+// data becomes, so the engine merges the same values a client would send.
+func jsonObject(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("data must be JSON values: %s", oneLine(err.Error()))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("data must be JSON values: %s", oneLine(err.Error()))
+	}
+	v, err := protocol.NormalizeNumbers(out)
+	if err != nil {
+		return nil, fmt.Errorf("data must be JSON values: %s", oneLine(err.Error()))
+	}
+	return v.(map[string]any), nil
+}

@@ -1,0 +1,154 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// timers checks s's timers: each has after (a duration > 0) or at (an
+// expression that can yield a time), fires a transition from s, at most
+// one timer per action, and its data fits the action's expects.
+func (v *validator) timers(s *State) {
+	d := v.def
+	seen := map[string]bool{}
+	for i, t := range s.Timers {
+		tp := fmt.Sprintf("states.%s.timers[%d]", s.Name, i)
+		hasAfter, parsed := t.After != 0 || t.afterText != "", true
+		if t.afterText != "" {
+			dur, err := ParseDuration(t.afterText)
+			if err != nil {
+				v.errf(tp+".after", "%v", err)
+				parsed = false
+			} else {
+				t.After = dur
+			}
+		}
+		switch {
+		case hasAfter && t.At != "":
+			v.errf(tp, "a timer has after (a duration) or at (an expression yielding a time), not both")
+		case !hasAfter && strings.TrimSpace(t.At) == "":
+			v.errf(tp, "a timer needs after (a duration, e.g. 10m or 2d) or at (an expression yielding a time, e.g. data.due_at)")
+		case hasAfter && parsed && t.After <= 0:
+			v.errf(tp+".after", "after must be more than 0, got %s", t.After)
+		case t.At != "":
+			prog, err := compileAt(t.At)
+			if err != nil {
+				v.errf(tp+".at", "at expression cannot yield a time: %s", oneLine(err.Error()))
+			}
+			t.prog = prog
+		}
+		tr, ok := d.Transition(s.Name, t.Action)
+		switch {
+		case t.Action == "":
+			v.errf(tp+".action", "a timer needs an action: the transition from state %s it fires (it has: %s)", s.Name, strings.Join(actionsOf(d.from[s.Name]), ", "))
+		case !ok:
+			v.errf(tp+".action", "timer names action %q, but state %s has no such transition (it has: %s)", t.Action, s.Name, strings.Join(actionsOf(d.from[s.Name]), ", "))
+		case seen[t.Action]:
+			v.errf(tp+".action", "state %s has a timer for action %q already; give each action at most one timer", s.Name, t.Action)
+		}
+		seen[t.Action] = true
+		data, err := jsonObject(t.Data)
+		if err != nil {
+			v.errf(tp+".data", "%v", err)
+			continue
+		}
+		t.Data = data
+		if ok {
+			v.timerData(tp+".data", tr, data)
+		}
+	}
+}
+
+// timerData checks that a timer's data fits what its action expects: only
+// expected fields (the others would never reach the run's data), each of
+// its type and within its bounds. Fields it leaves out may come from the
+// run's data when the timer fires.
+func (v *validator) timerData(p string, tr *Transition, data map[string]any) {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		typ, ok := tr.Expects[k]
+		switch {
+		case !ok && len(tr.Expects) == 0:
+			v.errf(p+"."+k, "action %q expects no input, so field %q would never reach the run's data", tr.Action, k)
+		case !ok:
+			v.errf(p+"."+k, "action %q does not expect field %q, so it would never reach the run's data (it expects %s)", tr.Action, k, protocol.DescribeExpects(tr.Expects))
+		case !protocol.CheckType(typ, data[k]):
+			v.errf(p+"."+k, "action %q expects field %q to be %s, got %s", tr.Action, k, typ, protocol.TypeOf(data[k]))
+		}
+	}
+	if err := protocol.CheckConstraints(tr.Constraints, data); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			if f, ok := pe.Fields["field"].(string); ok {
+				p += "." + f
+			}
+			v.errf(p, "%s", pe.Hint)
+		} else {
+			v.errf(p, "%v", err)
+		}
+	}
+}
+
+// retry checks a task's retry policy and fills in its default cap.
+func (v *validator) retry(p string, r *RetryPolicy) {
+	if r == nil {
+		return
+	}
+	if r.MaxAttempts < 1 {
+		v.errf(p+".max_attempts", "max_attempts must be at least 1 (it counts every attempt, the first included; 1 means no retry), got %d", r.MaxAttempts)
+	}
+	okBackoff, okMax := true, true
+	if r.backoffText != "" {
+		dur, err := ParseDuration(r.backoffText)
+		if err != nil {
+			v.errf(p+".backoff", "%v", err)
+			okBackoff = false
+		} else {
+			r.Backoff = dur
+		}
+	}
+	if r.maxBackoffText != "" {
+		dur, err := ParseDuration(r.maxBackoffText)
+		if err != nil {
+			v.errf(p+".max_backoff", "%v", err)
+			okMax = false
+		} else {
+			r.MaxBackoff = dur
+		}
+	}
+	if okBackoff && r.Backoff <= 0 {
+		v.errf(p+".backoff", "backoff must be more than 0: the wait before the first retry (e.g. 2s), doubled for each retry after it")
+		return
+	}
+	switch {
+	case !okBackoff || !okMax:
+	case r.maxBackoffText == "" && r.MaxBackoff == 0:
+		r.MaxBackoff = r.maxBackoff()
+	case r.MaxBackoff < r.Backoff:
+		v.errf(p+".max_backoff", "max_backoff %s is less than backoff %s; it caps the doubling waits, so it is at least backoff", r.MaxBackoff, r.Backoff)
+	}
+}
+
+// schedules checks each schedule's cron expression, time zone and data.
+func (v *validator) schedules() {
+	for i, s := range v.def.Schedules {
+		p := fmt.Sprintf("schedules[%d]", i)
+		if field, err := s.compile(); err != nil {
+			v.errf(p+"."+field, "%v", err)
+		}
+		data, err := jsonObject(s.Data)
+		if err != nil {
+			v.errf(p+".data", "%v", err)
+			continue
+		}
+		s.Data = data
+	}
+}
