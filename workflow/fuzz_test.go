@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/asmp-dev/asmp/workflow"
 )
@@ -11,7 +12,7 @@ import (
 // return a definition or an error, never panic, and a definition it returns
 // must be internally consistent.
 func FuzzLoad(f *testing.F) {
-	for _, name := range []string{"testdata/config-wizard.yaml", "testdata/broken.yaml"} {
+	for _, name := range []string{"testdata/config-wizard.yaml", "testdata/broken.yaml", "testdata/time.yaml"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -35,5 +36,29 @@ func FuzzLoad(f *testing.F) {
 		}
 		_ = d.Mermaid(d.InitialState)
 		_ = d.DOT("")
+		// Timers, retries and schedules of a loaded definition work for
+		// any data: an error value, never a panic.
+		entered := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, s := range d.States {
+			for _, due := range s.DueTimers(map[string]any{"due_at": "2026-01-02T00:00:00Z", "n": 1}, entered) {
+				if due.Err == nil && due.Timer.At == "" && !due.At.After(entered) {
+					t.Fatalf("timer %s of %s is due at %v, not after entering at %v", due.Timer.Action, s.Name, due.At, entered)
+				}
+			}
+			if s.Task != nil && s.Task.Retry != nil {
+				for a := 1; a <= s.Task.Retry.MaxAttempts && a < 100; a++ {
+					if w := s.Task.Retry.Delay(a, nil); w < 0 || w > s.Task.Retry.MaxBackoff {
+						t.Fatalf("retry wait %v after attempt %d is outside [0, %v]", w, a, s.Task.Retry.MaxBackoff)
+					}
+				}
+			}
+		}
+		for _, sc := range d.Schedules {
+			next := sc.Next(entered)
+			if !next.IsZero() && !next.After(entered) {
+				t.Fatalf("schedule %q: Next(%v) = %v", sc.Cron, entered, next)
+			}
+			_, _ = sc.Missed(entered, entered.Add(48*time.Hour))
+		}
 	})
 }

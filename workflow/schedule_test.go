@@ -1,0 +1,156 @@
+package workflow_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+const scheduleYAML = `workflow_id: report-v1
+initial_state: WRITE
+schedules:
+  - {cron: "0 9 * * MON", timezone: Europe/Berlin, data: {kind: weekly, top: 10}}
+  - {cron: "@daily"}
+states:
+  WRITE: {}
+  DONE: {}
+transitions:
+  - {from: WRITE, action: done, to: DONE}
+`
+
+func loadSchedules(t *testing.T) []*workflow.Schedule {
+	t.Helper()
+	d, err := workflow.Load("report.yaml", []byte(scheduleYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Schedules
+}
+
+func TestSchedulesLoad(t *testing.T) {
+	ss := loadSchedules(t)
+	if len(ss) != 2 || ss[0].Cron != "0 9 * * MON" || ss[0].Timezone != "Europe/Berlin" || ss[1].Timezone != "" {
+		t.Fatalf("schedules = %+v", ss)
+	}
+	if want := map[string]any{"kind": "weekly", "top": int64(10)}; !reflect.DeepEqual(ss[0].Data, want) {
+		t.Errorf("data = %#v, want %#v", ss[0].Data, want)
+	}
+	if ss[0].Location().String() != "Europe/Berlin" || ss[1].Location() != time.UTC {
+		t.Errorf("locations %v, %v", ss[0].Location(), ss[1].Location())
+	}
+	// Schedules start runs; they are not how a run goes, so not part of
+	// the version.
+	d, _ := workflow.Load("report.yaml", []byte(scheduleYAML), nil)
+	bare, err := workflow.Load("report.yaml", []byte(strings.Replace(scheduleYAML, `  - {cron: "0 9 * * MON", timezone: Europe/Berlin, data: {kind: weekly, top: 10}}
+  - {cron: "@daily"}
+`, "  []\n", 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Version() != bare.Version() || strings.Contains(string(d.Canonical()), "schedule") {
+		t.Error("schedules changed the version")
+	}
+	// The builder gives the same.
+	b := workflow.New("report-v1", "WRITE").Schedule(workflow.Schedule{Cron: "0 9 * * MON", Timezone: "Europe/Berlin", Data: map[string]any{"kind": "weekly", "top": 10}})
+	b.State("WRITE")
+	b.State("DONE")
+	b.Transition("WRITE", "done", "DONE")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g.Schedules[0].Data, ss[0].Data) || g.Schedules[0].Location().String() != "Europe/Berlin" {
+		t.Errorf("builder schedule = %+v", g.Schedules[0])
+	}
+}
+
+func TestScheduleNextFollowsTheTimeZone(t *testing.T) {
+	weekly := loadSchedules(t)[0]
+	for _, tc := range []struct{ after, want time.Time }{
+		// Winter: Berlin is UTC+1, so Monday 09:00 there is 08:00 UTC.
+		{time.Date(2026, 1, 7, 12, 0, 0, 0, time.UTC), time.Date(2026, 1, 12, 8, 0, 0, 0, time.UTC)},
+		// Summer: UTC+2.
+		{time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 7, 6, 7, 0, 0, 0, time.UTC)},
+		// Strictly after: at a tick, the next is a week on.
+		{time.Date(2026, 1, 12, 8, 0, 0, 0, time.UTC), time.Date(2026, 1, 19, 8, 0, 0, 0, time.UTC)},
+	} {
+		if got := weekly.Next(tc.after); !got.Equal(tc.want) {
+			t.Errorf("Next(%v) = %v, want %v", tc.after, got, tc.want)
+		}
+	}
+	never := &workflow.Schedule{Cron: "0 0 30 2 *"}
+	if got := never.Next(time.Now()); !got.IsZero() {
+		t.Errorf("30 February: Next = %v, want zero", got)
+	}
+}
+
+func TestScheduleMissedReturnsTheLatestMissedTick(t *testing.T) {
+	daily := &workflow.Schedule{Cron: "0 9 * * *"}
+	mon9 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	// Down from Monday's tick to Thursday 10:00: one catch-up run, for
+	// Thursday's tick.
+	if got, ok := daily.Missed(mon9, time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)); !ok || !got.Equal(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC)) {
+		t.Errorf("Missed = %v %v, want Thursday 09:00", got, ok)
+	}
+	// Nothing missed before the next tick; a tick exactly at now counts.
+	if got, ok := daily.Missed(mon9, mon9.Add(23*time.Hour)); ok {
+		t.Errorf("Missed before the next tick = %v", got)
+	}
+	if got, ok := daily.Missed(mon9, mon9.Add(24*time.Hour)); !ok || !got.Equal(mon9.Add(24*time.Hour)) {
+		t.Errorf("Missed at the tick = %v %v", got, ok)
+	}
+	if _, ok := daily.Missed(mon9, mon9); ok {
+		t.Error("Missed of an empty interval")
+	}
+	if _, ok := daily.Missed(mon9, mon9.Add(-time.Hour)); ok {
+		t.Error("Missed with now before last")
+	}
+	// A year down with a tick a minute: the latest minute, without
+	// walking half a million ticks.
+	minutely := &workflow.Schedule{Cron: "* * * * *"}
+	now := time.Date(2027, 3, 2, 9, 17, 42, 0, time.UTC)
+	if got, ok := minutely.Missed(mon9, now); !ok || !got.Equal(time.Date(2027, 3, 2, 9, 17, 0, 0, time.UTC)) {
+		t.Errorf("minutely Missed = %v %v", got, ok)
+	}
+	// Against walking every tick, for uneven schedules and windows.
+	for _, expr := range []string{"0 9 * * MON", "*/7 9-11 * * *", "30 2 1 * *", "0 0 29 2 *", "15 * * * *"} {
+		s := &workflow.Schedule{Cron: expr, Timezone: "America/New_York"}
+		last := time.Date(2025, 12, 30, 23, 59, 0, 0, time.UTC)
+		for _, span := range []time.Duration{time.Minute, 90 * time.Minute, 26 * time.Hour, 9 * 24 * time.Hour, 400 * 24 * time.Hour, 3 * 365 * 24 * time.Hour} {
+			now := last.Add(span)
+			var want time.Time
+			for t := s.Next(last); !t.IsZero() && !t.After(now); t = s.Next(t) {
+				want = t
+			}
+			got, ok := s.Missed(last, now)
+			if ok != !want.IsZero() || !got.Equal(want) {
+				t.Errorf("%q over %v: Missed = %v %v, want %v", expr, span, got, ok, want)
+			}
+		}
+	}
+}
+
+func TestScheduleProblems(t *testing.T) {
+	src := func(sched string) string {
+		return strings.Replace(scheduleYAML, `{cron: "0 9 * * MON", timezone: Europe/Berlin, data: {kind: weekly, top: 10}}`, sched, 1)
+	}
+	for name, tc := range map[string]struct{ sched, want string }{
+		"no cron":      {`{timezone: UTC}`, `schedules[0].cron: a schedule needs a cron expression`},
+		"bad cron":     {`{cron: "61 * * * *"}`, `schedules[0].cron: "61 * * * *" is not a cron expression`},
+		"six fields":   {`{cron: "0 0 9 * * MON"}`, `schedules[0].cron: "0 0 9 * * MON" is not a cron expression`},
+		"zone in cron": {`{cron: "CRON_TZ=Europe/Berlin 0 9 * * *"}`, `schedules[0].cron: give the time zone as timezone:`},
+		"every":        {`{cron: "@every 1h"}`, `schedules[0].cron: @every is not supported`},
+		"unknown zone": {`{cron: "0 9 * * *", timezone: Europe/Atlantis}`, `schedules[0].timezone: unknown time zone "Europe/Atlantis"`},
+		"local zone":   {`{cron: "0 9 * * *", timezone: Local}`, `schedules[0].timezone: timezone Local depends on the host`},
+	} {
+		wantProblem(t, name, src(tc.sched), tc.want)
+	}
+	b := workflow.New("report-v1", "WRITE").Schedule(workflow.Schedule{Cron: "0 9 * * *", Timezone: "Mars/Olympus"})
+	b.State("WRITE")
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), `schedules[0].timezone: unknown time zone "Mars/Olympus"`) {
+		t.Errorf("builder schedule: %v", err)
+	}
+}
