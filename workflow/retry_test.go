@@ -76,7 +76,9 @@ func TestRetryFromFileAndBuilder(t *testing.T) {
 }
 
 func TestRetryProblems(t *testing.T) {
-	src := func(retry string) string { return strings.Replace(retryYAML, "max_attempts: 5, backoff: 2s, max_backoff: 1m, jitter: true", retry, 1) }
+	src := func(retry string) string {
+		return strings.Replace(retryYAML, "max_attempts: 5, backoff: 2s, max_backoff: 1m, jitter: true", retry, 1)
+	}
 	for name, tc := range map[string]struct{ retry, want string }{
 		"no attempts":  {"max_attempts: 0, backoff: 2s", `states.RUN.task.retry.max_attempts: max_attempts must be at least 1`},
 		"no backoff":   {"max_attempts: 3", `states.RUN.task.retry.backoff: backoff must be more than 0`},
