@@ -24,6 +24,9 @@ func (d *Definition) Mermaid(current string) string {
 		if t.Guard != nil {
 			label += " [guarded]"
 		}
+		if w := d.timerLabel(t); w != "" {
+			label += " [" + w + "]"
+		}
 		fmt.Fprintf(&b, "    %s --> %s : %s\n", t.From, t.To, mermaidText(label))
 	}
 	for _, s := range d.States {
@@ -63,6 +66,9 @@ func (d *Definition) DOT(current string) string {
 		if len(t.Expects) > 0 {
 			label += "\n(" + describeFields(t.Expects) + ")"
 		}
+		if w := d.timerLabel(t); w != "" {
+			label += "\n[" + w + "]"
+		}
 		style := ""
 		if t.Guard != nil {
 			style = ", style=dashed"
@@ -71,6 +77,23 @@ func (d *Definition) DOT(current string) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// timerLabel says when a timer of t's state fires t ("after 10m0s", "at
+// data.due_at"), or "" when none does.
+func (d *Definition) timerLabel(t *Transition) string {
+	s, ok := d.byName[t.From]
+	if !ok {
+		return ""
+	}
+	tm, ok := s.Timer(t.Action)
+	if !ok {
+		return ""
+	}
+	if tm.At != "" {
+		return "at " + tm.At
+	}
+	return "after " + tm.After.String()
 }
 
 func describeFields(m map[string]string) string {

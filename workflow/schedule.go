@@ -83,8 +83,10 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		}
 	}
 	n := s.spec.Next(t)
-	if n.IsZero() {
-		return n
+	if !n.After(t) {
+		// None within five years; or a tick that does not move forward,
+		// which would make a caller walking the ticks loop forever.
+		return time.Time{}
 	}
 	return n.In(t.Location())
 }

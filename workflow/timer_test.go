@@ -271,3 +271,43 @@ func TestTimerProblems(t *testing.T) {
 		t.Errorf("builder timers: %v", err)
 	}
 }
+
+// Graphs say which transitions a timer fires, and when.
+func TestGraphsNameTimers(t *testing.T) {
+	d, err := workflow.Load("deploy.yaml", []byte(timersYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := d.Mermaid("")
+	for _, want := range []string{"REVIEW --> EXPIRED : expire [at data.due_at]", "ESCALATED --> EXPIRED : expire [after 36h0m0s]", "REVIEW --> DONE : approve\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, m)
+		}
+	}
+	if dot := d.DOT(""); !strings.Contains(dot, `"REVIEW" -> "ESCALATED" [label="escalate\n(level: integer, note: string)\n[after 10m0s]"]`) {
+		t.Errorf("dot lacks the escalate timer:\n%s", dot)
+	}
+}
+
+// A task's on_success and on_failure are fired by the task alone; a
+// timeout on a task is a transition of its own.
+func TestTimerCannotFireATasksAction(t *testing.T) {
+	src := `workflow_id: t-v1
+initial_state: DEPLOY
+states:
+  DEPLOY:
+    task: {row: DEPLOY_ROW, on_success: deployed, on_failure: failed}
+    timers: [{after: 30m, action: failed}]
+  DONE: {}
+  FAILED: {}
+transitions:
+  - {from: DEPLOY, action: deployed, to: DONE}
+  - {from: DEPLOY, action: failed, to: FAILED}
+  - {from: DEPLOY, action: abandon, to: FAILED}
+`
+	wantProblem(t, "on_failure", src, `states.DEPLOY.timers[0].action: action "failed" is the task's; only the task fires it`)
+	wantProblem(t, "on_success", strings.Replace(src, "action: failed}]", "action: deployed}]", 1), `states.DEPLOY.timers[0].action: action "deployed" is the task's`)
+	if _, err := workflow.Load("w.yaml", []byte(strings.Replace(src, "action: failed}]", "action: abandon}]", 1)), nil); err != nil {
+		t.Errorf("a timeout with its own transition: %v", err)
+	}
+}

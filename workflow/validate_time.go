@@ -49,6 +49,8 @@ func (v *validator) timers(s *State) {
 			v.errf(tp+".action", "timer names action %q, but state %s has no such transition (it has: %s)", t.Action, s.Name, strings.Join(actionsOf(d.from[s.Name]), ", "))
 		case seen[t.Action]:
 			v.errf(tp+".action", "state %s has a timer for action %q already; give each action at most one timer", s.Name, t.Action)
+		case s.Task != nil && (t.Action == s.Task.OnSuccess || t.Action == s.Task.OnFailure):
+			v.errf(tp+".action", "action %q is the task's; only the task fires it. To give up on a task that takes too long, give the timer a transition of its own (e.g. abandon)", t.Action)
 		}
 		seen[t.Action] = true
 		data, err := jsonObject(t.Data)
