@@ -1,11 +1,15 @@
 package workflow
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones resolve the same on every host, a minimal container included
 
+	"github.com/gowebpki/jcs"
 	"github.com/robfig/cron/v3"
 )
 
@@ -26,6 +30,29 @@ type Schedule struct {
 	Data map[string]any
 
 	spec *cron.SpecSchedule
+	key  string
+}
+
+// Key identifies the schedule among all schedules of all workflows:
+// "sched:" + a hash of its workflow's id, cron expression, time zone and
+// data (spaces in the expression and "" or "UTC" for the zone do not
+// count), so every replica that serves the same file names it the same (a
+// store can record its last tick under it). Editing any of them makes a
+// new schedule. Set by validation ("" before).
+func (s *Schedule) Key() string { return s.key }
+
+// scheduleKey computes Key for the schedule of workflow id.
+func scheduleKey(id string, s *Schedule) (string, error) {
+	raw, err := json.Marshal(map[string]any{"workflow_id": id, "cron": strings.Join(strings.Fields(s.Cron), " "), "timezone": s.Location().String(), "data": s.Data})
+	if err != nil {
+		return "", err
+	}
+	c, err := jcs.Transform(raw)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return "sched:" + hex.EncodeToString(sum[:16]), nil
 }
 
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)

@@ -161,3 +161,45 @@ func TestScheduleProblems(t *testing.T) {
 		t.Errorf("builder schedule: %v", err)
 	}
 }
+
+// Key names a schedule the same on every replica that loads the same
+// file, and differently when anything about it changes.
+func TestScheduleKey(t *testing.T) {
+	ss := loadSchedules(t)
+	again := loadSchedules(t)
+	if ss[0].Key() == "" || ss[0].Key() != again[0].Key() || ss[0].Key() == ss[1].Key() {
+		t.Fatalf("keys %q %q %q", ss[0].Key(), again[0].Key(), ss[1].Key())
+	}
+	if !strings.HasPrefix(ss[0].Key(), "sched:") {
+		t.Errorf("key %q", ss[0].Key())
+	}
+	// The same schedule from the builder, data keys in another order.
+	b := workflow.New("report-v1", "WRITE").Schedule(workflow.Schedule{Cron: "0 9 * * MON", Timezone: "Europe/Berlin", Data: map[string]any{"top": 10, "kind": "weekly"}})
+	b.State("WRITE")
+	b.State("DONE")
+	b.Transition("WRITE", "done", "DONE")
+	if g := b.MustBuild(); g.Schedules[0].Key() != ss[0].Key() {
+		t.Error("file and builder name one schedule differently")
+	}
+	for name, edit := range map[string][2]string{
+		"workflow": {"workflow_id: report-v1", "workflow_id: report-v2"},
+		"cron":     {`"0 9 * * MON"`, `"0 10 * * MON"`},
+		"timezone": {"Europe/Berlin", "Europe/Paris"},
+		"data":     {"top: 10", "top: 11"},
+	} {
+		d, err := workflow.Load("report.yaml", []byte(strings.Replace(scheduleYAML, edit[0], edit[1], 1)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Schedules[0].Key() == ss[0].Key() {
+			t.Errorf("changing the %s kept the key", name)
+		}
+	}
+	// Two identical schedules would be one.
+	wantProblem(t, "duplicate", strings.Replace(scheduleYAML, `  - {cron: "@daily"}`, `  - {cron: "@daily"}
+  - {cron: " @daily ", timezone: UTC}`, 1), `schedules[2]: schedule is the same as schedules[1]`)
+	if _, err := workflow.Load("report.yaml", []byte(strings.Replace(scheduleYAML, `  - {cron: "@daily"}`, `  - {cron: "@daily"}
+  - {cron: "@daily", data: {kind: second}}`, 1)), nil); err != nil {
+		t.Errorf("two schedules with different data: %v", err)
+	}
+}

@@ -109,6 +109,23 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 	}
 }
 
+// Body returns the request body t fires its action with, for a run whose
+// data is data: each field expects names, from t.Data when it has it, else
+// from the run's data (a field in neither is left out, so the action's
+// usual check refuses the firing and names it). Pass the action's
+// Transition.Expects.
+func (t *Timer) Body(expects map[string]string, data map[string]any) map[string]any {
+	body := make(map[string]any, len(expects))
+	for k := range expects {
+		if v, ok := t.Data[k]; ok {
+			body[k] = v
+		} else if v, ok := data[k]; ok {
+			body[k] = v
+		}
+	}
+	return body
+}
+
 // DueTimers returns the due time of each of s's timers, in declaration
 // order, for a run that entered s at entered with data.
 func (s *State) DueTimers(data map[string]any, entered time.Time) []DueTimer {

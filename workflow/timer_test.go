@@ -311,3 +311,18 @@ transitions:
 		t.Errorf("a timeout with its own transition: %v", err)
 	}
 }
+
+// A timer's body: its own data over the run's, for the fields the action
+// expects.
+func TestTimerBody(t *testing.T) {
+	tm := &workflow.Timer{After: time.Minute, Action: "escalate", Data: map[string]any{"level": int64(2)}}
+	expects := map[string]string{"level": "integer", "note": "string", "owner": "string"}
+	got := tm.Body(expects, map[string]any{"level": int64(1), "note": "from the run", "other": true})
+	want := map[string]any{"level": int64(2), "note": "from the run"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Body = %#v, want %#v (owner is in neither, so the action's check will name it)", got, want)
+	}
+	if got := tm.Body(nil, map[string]any{"x": 1}); len(got) != 0 {
+		t.Errorf("Body of an action expecting nothing = %#v", got)
+	}
+}

@@ -140,7 +140,10 @@ func (v *validator) retry(p string, r *RetryPolicy) {
 }
 
 // schedules checks each schedule's cron expression, time zone and data.
+// Two identical schedules are refused: they would be one schedule (one
+// Key) that was meant to start two runs a tick.
 func (v *validator) schedules() {
+	seen := map[string]int{}
 	for i, s := range v.def.Schedules {
 		p := fmt.Sprintf("schedules[%d]", i)
 		if field, err := s.compile(); err != nil {
@@ -152,5 +155,15 @@ func (v *validator) schedules() {
 			continue
 		}
 		s.Data = data
+		key, err := scheduleKey(v.def.ID, s)
+		if err != nil {
+			v.errf(p+".data", "data must be JSON values: %s", oneLine(err.Error()))
+			continue
+		}
+		if j, dup := seen[key]; dup {
+			v.errf(p, "schedule is the same as schedules[%d] (cron, timezone and data); to start two runs a tick, give them different data", j)
+		}
+		seen[key] = i
+		s.key = key
 	}
 }
