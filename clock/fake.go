@@ -129,19 +129,12 @@ func (f *Fake) Advance(d time.Duration) {
 	f.runUntil(target)
 }
 
-// Set moves the clock to t. Moving forward is Advance(t - Now()); moving
-// back (a wall clock stepped back) fires nothing, and pending timers keep
-// their due times.
+// Set moves the clock to t, firing every timer due by t. Moving forward is
+// Advance(t - Now()); moving back (a wall clock stepped back) keeps the
+// pending timers' due times, so they fire later by as much.
 func (f *Fake) Set(t time.Time) {
 	f.advancing.Lock()
 	defer f.advancing.Unlock()
-	f.mu.Lock()
-	if t.Before(f.now) {
-		f.now = t
-		f.mu.Unlock()
-		return
-	}
-	f.mu.Unlock()
 	f.runUntil(t)
 }
 
@@ -157,7 +150,7 @@ func (f *Fake) runUntil(target time.Time) {
 		}
 		t := heap.Pop(&f.pending).(*fakeTimer)
 		if t.when.After(f.now) {
-			f.now = t.when
+			f.now = t.when // a timer made with d <= 0 fires at the time it was made
 		}
 		f.signal()
 		when := t.when

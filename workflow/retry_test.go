@@ -109,6 +109,10 @@ func TestRetryDelay(t *testing.T) {
 			t.Errorf("Delay(%d) = %v, want %v", attempt, got, want)
 		}
 	}
+	// A cap below the first wait (which validation refuses) still caps.
+	if got := (workflow.RetryPolicy{MaxAttempts: 3, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Second}).Delay(1, nil); got != 5*time.Second {
+		t.Errorf("Delay with max_backoff below backoff = %v, want 5s", got)
+	}
 	// No cap given: 100 × backoff, and no overflow however many attempts.
 	huge := workflow.RetryPolicy{MaxAttempts: 3, Backoff: time.Duration(1 << 60)}
 	if got := huge.Delay(100, nil); got <= 0 {
