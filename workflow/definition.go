@@ -1,6 +1,10 @@
 // Package workflow defines ASMP workflows: finite state machines whose states
-// carry hints, statuses, milestones, skills, CLI hooks, tools, resources and
-// background tasks, and whose transitions carry typed `expects` and guards.
+// carry hints, statuses, milestones, skills, CLI hooks, tools, resources,
+// background tasks (with retry policies) and timers, and whose transitions
+// carry typed `expects` and guards; a workflow may also carry schedules that
+// start its runs. Time is computed here, purely: when a timer is due
+// (State.DueTimers), how long a retry waits (RetryPolicy.Delay), a schedule's
+// next and latest missed tick (Schedule.Next, Schedule.Missed).
 //
 // A Definition comes from the Go Builder (for embedding in Go services) or
 // from a YAML/JSON file (Load, LoadFile). Both paths end in the same
