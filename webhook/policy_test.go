@@ -169,8 +169,8 @@ func TestCheckURLResolvesNames(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ url, want string }{
-		{"http://public.example/hook", "https://"},     // http only for listed hosts
-		{"http://mixed.example/hook", "https://"},      // its addresses being listed is not enough
+		{"http://public.example/hook", "https://"},      // http only for listed hosts
+		{"http://mixed.example/hook", "https://"},       // its addresses being listed is not enough
 		{"https://metadata.example/", "cloud metadata"}, // other names stay refused
 		{"https://10.0.1.1/", "private"},
 	} {
