@@ -103,9 +103,9 @@ func VerifyWebhookAt(secret string, header http.Header, body []byte, tolerance t
 	tol := int64(tolerance / time.Second)
 	switch d := now.Unix() - sent; {
 	case d > tol:
-		return fmt.Errorf("%w: sent %s before this clock's reading, more than the %s allowed", ErrWebhookTooOld, time.Duration(d)*time.Second, tolerance)
+		return fmt.Errorf("%w: stamped %ds before this clock's reading, more than the %s allowed", ErrWebhookTooOld, d, tolerance)
 	case -d > tol:
-		return fmt.Errorf("%w: sent %s after this clock's reading, more than the %s allowed", ErrWebhookTooNew, time.Duration(-d)*time.Second, tolerance)
+		return fmt.Errorf("%w: stamped %ds after this clock's reading, more than the %s allowed", ErrWebhookTooNew, -d, tolerance)
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id))

@@ -181,8 +181,6 @@ func (a Attempt) Retry() bool {
 	return true
 }
 
-type dialTarget struct{}
-
 // Deliver sends one message to t, signed with t's live secrets and stamped
 // with the Sender's clock, and returns the record of the attempt. It checks
 // the URL first (without resolving: the address is checked as it is
@@ -206,7 +204,7 @@ func (s *Sender) Deliver(ctx context.Context, t Target, m Outgoing) Attempt {
 	if err != nil {
 		return finish(Invalid, err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, dialTarget{}, tgt), s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tgt.u.String(), bytes.NewReader(m.Body))
 	if err != nil {
@@ -243,7 +241,10 @@ func (s *Sender) Deliver(ctx context.Context, t Target, m Outgoing) Attempt {
 	}
 	err = fmt.Errorf("the receiver answered %s", resp.Status)
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
-		err = fmt.Errorf("the receiver answered %s to %s (redirects are not followed: change the subscription's URL)", resp.Status, loc)
+		if len(loc) > 256 {
+			loc = loc[:256] + "…"
+		}
+		err = fmt.Errorf("the receiver answered %s to %q (redirects are not followed: change the subscription's URL)", resp.Status, loc)
 	}
 	return finish(Non2xx, err)
 }
@@ -286,16 +287,16 @@ func (s *Sender) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	tgt, ok := ctx.Value(dialTarget{}).(target)
-	if !ok || tgt.host != host {
-		// Not a request of Deliver's: the strictest rules.
-		tgt = target{scheme: "https", host: host, port: port}
-	}
+	tgt := target{host: host, port: port}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	ips, err := s.policy.lookup(ctx, host)
 	if err != nil {
 		return nil, err
 	}
 	d := net.Dialer{
+		// net/http dials on a context that outlives the request.
+		Timeout: s.timeout,
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
