@@ -280,7 +280,8 @@ func TestDeliverTimesOut(t *testing.T) {
 		case <-release:
 		}
 	})
-	a = loopbackSender(t, webhook.Options{Timeout: 50 * time.Millisecond}).Deliver(context.Background(), webhook.Target{URL: slowBody.URL, Secrets: []webhook.Secret{sec}}, msg)
+	// (Long enough for the status line to arrive on a loaded machine.)
+	a = loopbackSender(t, webhook.Options{Timeout: time.Second}).Deliver(context.Background(), webhook.Target{URL: slowBody.URL, Secrets: []webhook.Secret{sec}}, msg)
 	if a.Class != webhook.Timeout || a.Status != 200 {
 		t.Fatalf("Deliver with a slow body = %+v, want a timeout", a)
 	}
