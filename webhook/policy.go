@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -57,7 +58,8 @@ func ParseAllowList(s string) (AllowList, error) {
 	return a, nil
 }
 
-// String returns the list in the --webhook-allow syntax.
+// String returns the list in the --webhook-allow syntax: the ranges in the
+// order given, then the host names sorted.
 func (a AllowList) String() string {
 	var parts []string
 	for _, p := range a.prefixes {
@@ -67,10 +69,12 @@ func (a AllowList) String() string {
 			parts = append(parts, p.String())
 		}
 	}
+	hosts := make([]string, 0, len(a.hosts))
 	for h := range a.hosts {
-		parts = append(parts, h)
+		hosts = append(hosts, h)
 	}
-	return strings.Join(parts, ",")
+	slices.Sort(hosts)
+	return strings.Join(append(parts, hosts...), ",")
 }
 
 // admitsHost reports whether the list names host.

@@ -56,8 +56,8 @@ func mustAllow(t *testing.T, s string) webhook.AllowList {
 }
 
 func TestParseAllowList(t *testing.T) {
-	a := mustAllow(t, " 10.0.0.0/8, ::1 ,127.0.0.1,Receiver.Internal., fd00::/8,, [::1]")
-	if got := a.String(); got != "10.0.0.0/8,::1,127.0.0.1,fd00::/8,::1,receiver.internal" {
+	a := mustAllow(t, " 10.0.0.0/8, ::1 ,127.0.0.1,Receiver.Internal., fd00::/8,, [::1],a.internal,10.1.2.3/8")
+	if got := a.String(); got != "10.0.0.0/8,::1,127.0.0.1,fd00::/8,::1,10.0.0.0/8,a.internal,receiver.internal" {
 		t.Errorf("String = %q", got)
 	}
 	if a, err := webhook.ParseAllowList(""); err != nil || a.String() != "" {
