@@ -137,6 +137,9 @@ func TestRotationSignsWithBothSecretsUntilTheOldExpires(t *testing.T) {
 	if len(again) != 2 || !bytes.Equal(again[1].Key, fresh.Key) {
 		t.Fatalf("second rotation = %d secrets, want the newest and the previous", len(again))
 	}
+	if now, _, _ := webhook.Rotate([]webhook.Secret{old}, after, 0); len(now) != 1 {
+		t.Errorf("a rotation without grace kept %d secrets, want only the new one", len(now))
+	}
 	kept, _, _ := webhook.Rotate([]webhook.Secret{{Key: old.Key, ExpiresAt: after.Add(time.Minute)}}, after, time.Hour)
 	if !kept[1].ExpiresAt.Equal(after.Add(time.Minute)) {
 		t.Errorf("a rotation extended an earlier expiry to %v", kept[1].ExpiresAt)
