@@ -1,0 +1,180 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// The headers of a signed webhook request.
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// SecretPrefix starts every serialized secret: "whsec_" and the key in
+// standard base64.
+const SecretPrefix = "whsec_"
+
+// Key sizes: Standard Webhooks asks for 24 to 64 random bytes; NewSecret
+// makes 32.
+const (
+	MinKeySize = 24
+	MaxKeySize = 64
+	KeySize    = 32
+)
+
+// Message is the body of a webhook request (see protocol.WebhookMessage).
+type Message = protocol.WebhookMessage
+
+// Data is what a Message says about the run (see protocol.WebhookData).
+type Data = protocol.WebhookData
+
+// ErrSecret is wrapped by the errors of ParseSecret and Sign about a key.
+var ErrSecret = errors.New("webhook secret invalid")
+
+// Secret is one signing key of a subscription. ExpiresAt is when a rotated
+// key stops being used (zero: it does not expire). Printing, logging or
+// JSON-encoding a Secret (fmt, slog, encoding/json) shows only its prefix,
+// never the key, so secrets stay out of logs and API answers; a store
+// persists Key and ExpiresAt itself.
+type Secret struct {
+	Key       []byte
+	ExpiresAt time.Time
+}
+
+// NewSecret returns a new random key (KeySize bytes from crypto/rand) that
+// does not expire. Show s.Encode() to the subscriber once.
+func NewSecret() (Secret, error) {
+	key := make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return Secret{}, fmt.Errorf("webhook secret: %w", err)
+	}
+	return Secret{Key: key}, nil
+}
+
+// ParseSecret decodes a "whsec_…" secret (the prefix may be left out) into
+// a key that does not expire.
+func ParseSecret(s string) (Secret, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, SecretPrefix))
+	if err != nil {
+		return Secret{}, fmt.Errorf("%w: not %s followed by standard base64", ErrSecret, SecretPrefix)
+	}
+	if err := checkKey(key); err != nil {
+		return Secret{}, err
+	}
+	return Secret{Key: key}, nil
+}
+
+func checkKey(key []byte) error {
+	if len(key) < MinKeySize || len(key) > MaxKeySize {
+		return fmt.Errorf("%w: a key of %d bytes (it must have %d to %d)", ErrSecret, len(key), MinKeySize, MaxKeySize)
+	}
+	return nil
+}
+
+// Encode returns the secret as the subscriber sees it: "whsec_" and the
+// key in standard base64.
+func (s Secret) Encode() string {
+	return SecretPrefix + base64.StdEncoding.EncodeToString(s.Key)
+}
+
+// String returns "whsec_…", never the key.
+func (s Secret) String() string { return SecretPrefix + "…" }
+
+// GoString returns "whsec_…", never the key.
+func (s Secret) GoString() string { return s.String() }
+
+// Format prints "whsec_…" whatever the verb, never the key.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
+
+// MarshalJSON encodes "whsec_…", never the key.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
+
+// LogValue logs "whsec_…", never the key.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// Live reports whether the secret signs at time t: it has not expired.
+func (s Secret) Live(t time.Time) bool { return s.ExpiresAt.IsZero() || t.Before(s.ExpiresAt) }
+
+// Rotate returns the secrets of a subscription after a rotation at now:
+// a new key first, then each key that was live, kept live until now+grace
+// (or its own earlier expiry); keys already expired are dropped. Messages
+// are signed with all of them until the old ones expire, so receivers can
+// switch to the new secret at any time within the grace period.
+func Rotate(secrets []Secret, now time.Time, grace time.Duration) ([]Secret, Secret, error) {
+	fresh, err := NewSecret()
+	if err != nil {
+		return nil, Secret{}, err
+	}
+	out := []Secret{fresh}
+	until := now.Add(grace)
+	for _, s := range secrets {
+		if !s.Live(now) || grace <= 0 {
+			continue
+		}
+		if s.ExpiresAt.IsZero() || s.ExpiresAt.After(until) {
+			s.ExpiresAt = until
+		}
+		out = append(out, s)
+	}
+	return out, fresh, nil
+}
+
+// Signature returns the "v1,BASE64" signature of a message under key:
+// the HMAC-SHA256 of id + "." + timestamp + "." + body.
+func Signature(key []byte, id, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// ErrMessageID is wrapped by Sign's error about an id it cannot sign.
+var ErrMessageID = errors.New("webhook message id invalid")
+
+// Sign returns the headers of a webhook request for the message id and
+// body, attempted at ts: webhook-id, webhook-timestamp (ts in Unix seconds)
+// and webhook-signature, one "v1," signature per secret live at ts,
+// space-separated, in the order given. The id must be non-empty and hold
+// only printable ASCII other than space and "." (a "." would let the parts
+// of the signed content shift); at least one secret must be live, and every
+// live key must have MinKeySize to MaxKeySize bytes.
+func Sign(secrets []Secret, id string, ts time.Time, body []byte) (http.Header, error) {
+	if id == "" || len(id) > 256 || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r > '~' || r == '.' }) {
+		return nil, fmt.Errorf("%w: %q (it must be 1 to 256 printable ASCII characters, no space or \".\")", ErrMessageID, id)
+	}
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	var sigs []string
+	for _, s := range secrets {
+		if !s.Live(ts) {
+			continue
+		}
+		if err := checkKey(s.Key); err != nil {
+			return nil, err
+		}
+		sigs = append(sigs, Signature(s.Key, id, stamp, body))
+	}
+	if len(sigs) == 0 {
+		return nil, fmt.Errorf("%w: no secret is live at %s", ErrSecret, ts.UTC().Format(time.RFC3339))
+	}
+	h := http.Header{}
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, stamp)
+	h.Set(HeaderSignature, strings.Join(sigs, " "))
+	return h, nil
+}
