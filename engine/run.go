@@ -188,6 +188,9 @@ type TransitionOptions struct {
 	task *store.Task
 	// set are data keys the transition also sets (a task's output).
 	set map[string]any
+	// weakIfMatch is the If-Match header when it was a weak entity tag
+	// (Submit): it never matches.
+	weakIfMatch string
 	// failure is why a task failed, when it fires its failure action:
 	// stored on the run and the event (Snapshot.Error) and shown in the
 	// frame's hint until the run moves on.
@@ -280,6 +283,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	// A stale If-Match is the last check (SPEC section 2's order): an
 	// action not offered now is a 403 and a bad body a 400 whatever the
 	// version the caller saw.
+	if o.weakIfMatch != "" {
+		return nil, weakIfMatch(r, o.weakIfMatch)
+	}
 	if o.IfMatch != 0 && o.IfMatch != r.Version {
 		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).
 			With("version", r.Version).With("state", r.State)

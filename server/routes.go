@@ -63,7 +63,7 @@ func (s *Server) api(h apiFunc) httpx.HandlerFunc {
 func (s *Server) servedWorkflow(r *http.Request, _ *httpx.Route) error {
 	if wf := r.PathValue("workflow_id"); wf != "" {
 		if _, ok := s.e.Workflow(wf); !ok {
-			return protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", wf, strings.Join(s.e.WorkflowIDs(), ", "))
+			return s.e.UnknownWorkflow(wf)
 		}
 	}
 	return nil
@@ -264,14 +264,7 @@ func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.e.GetRun(r.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	if err := engine.InScope(id, run.WorkflowID, c.wf); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return s.e.Lookup(r.Context(), id, c.wf)
 }
 
 // requireRunID returns runID(r), or an error when the request names no run.
@@ -300,11 +293,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	f, err := s.answers.Frame(r.Context(), id, c.base)
+	f, err := s.answers.Frame(r.Context(), id, c.wf, c.base)
 	if err != nil {
-		return err
-	}
-	if err := engine.InScope(id, f.WorkflowID, c.wf); err != nil {
 		return err
 	}
 	h := w.Header()
@@ -323,11 +313,8 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	cli, err := s.answers.CLI(r.Context(), id)
+	cli, err := s.answers.CLI(r.Context(), id, c.wf)
 	if err != nil {
-		return err
-	}
-	if err := engine.InScope(id, cli.WorkflowID, c.wf); err != nil {
 		return err
 	}
 	h := w.Header()
@@ -337,53 +324,18 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	return nil
 }
 
-// parseIfMatch reads If-Match: "7", W/"7", 7 or * (any version: 0).
-func parseIfMatch(r *http.Request) (int64, error) {
-	v := strings.TrimSpace(r.Header.Get("If-Match"))
-	if v == "" || v == "*" {
-		return 0, nil
-	}
-	v = strings.TrimPrefix(v, "W/")
-	v = strings.Trim(v, `"`)
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, protocol.Errorf(protocol.EInvalid, "If-Match must be the run's ETag, e.g. \"3\" (from the frame you acted on), not %q.", r.Header.Get("If-Match"))
-	}
-	return n, nil
-}
-
 func (s *Server) transition(w http.ResponseWriter, r *http.Request, c *call) error {
 	raw, err := httpx.ReadBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
-	// One order of refusals (README, "Validation order"): 404 unknown run,
-	// 400 malformed If-Match, 403 action not offered or guard refused, 400
-	// body not an object or not matching expects, 409 stale If-Match; the
-	// last three are the engine's, checked against the run as it is when
-	// the change applies.
-	action := r.PathValue("action")
-	ifMatch, imErr := parseIfMatch(r)
-	input, err := protocol.DecodeObject(raw, s.opts.MaxDepth)
-	if imErr != nil || err != nil {
-		run, lerr := s.loadRun(r, c)
-		if lerr != nil {
-			return lerr
-		}
-		if imErr != nil {
-			return imErr
-		}
-		if oerr := s.e.CheckOffered(run, action); oerr != nil {
-			return oerr
-		}
-		return err
-	}
-	// The engine reads the run itself (under its lock): no read here.
-	opts := engine.TransitionOptions{IfMatch: ifMatch, Actor: c.actor.Name, Workflow: c.wf}
+	// The engine refuses in the documented order (engine.Submit).
+	req := engine.TransitionRequest{RunID: r.PathValue("run_id"), Action: r.PathValue("action"),
+		IfMatch: r.Header.Get("If-Match"), Body: raw, MaxDepth: s.opts.MaxDepth, Actor: c.actor.Name, Scope: c.wf}
 	if wantsNDJSON(r) {
-		return s.transitionStream(w, r, c, r.PathValue("run_id"), action, input, opts)
+		return s.transitionStream(w, r, c, req)
 	}
-	next, err := s.e.Transition(r.Context(), r.PathValue("run_id"), action, input, opts)
+	next, err := s.e.Submit(r.Context(), req)
 	if err != nil {
 		return err
 	}
