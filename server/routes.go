@@ -118,6 +118,9 @@ func (s *Server) routes() {
 	}
 }
 
+// mcpPath is where the MCP endpoint is served.
+const mcpPath = "/mcp"
+
 // mcpAPI serves h at /mcp: MCP's streamable HTTP transport answers GET
 // (its notification stream), POST (messages) and DELETE (end a session).
 // A message body is read here first, so that one that is not UTF-8 is
@@ -141,7 +144,7 @@ func mcpAPI(h http.Handler, maxBody int64) httpx.API {
 	}
 	var rs []httpx.Route
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-		rs = append(rs, httpx.Route{Method: m, Path: "/mcp", Scope: auth.ScopeRead, Handle: serve})
+		rs = append(rs, httpx.Route{Method: m, Path: mcpPath, Scope: auth.ScopeRead, Handle: serve})
 	}
 	return httpx.API{Routes: rs}
 }

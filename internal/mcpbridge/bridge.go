@@ -150,6 +150,7 @@ func newSession(c *client.Client, opts Options, rows *watcher) *session {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
 	})
+	s.srv.AddReceivingMiddleware(s.unknownTools)
 	s.addStatic()
 	s.addTemplates()
 	if rows != nil {
@@ -667,6 +668,41 @@ func (s *session) dynamicHandler(name string) mcp.ToolHandler {
 		}
 		return s.moved(ctx, req, &res.Frame.Frame)
 	})
+}
+
+// unknownTools answers a tools/call of a name the session does not offer
+// now (an action of an earlier state, a tool of another run, a typo) as
+// the dynamic tools answer a refusal: an isError result with the hint
+// (what is offered now), not the SDK's JSON-RPC error without one. A host
+// that called a tool it listed a moment ago reads why it is gone.
+func (s *session) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		call, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil || s.offers(call.Params.Name) {
+			return next(ctx, method, req)
+		}
+		s.mu.Lock()
+		current := s.frame != nil
+		s.mu.Unlock()
+		if !current {
+			return errorResult(refusal(404, "No tool %q here: no run is current, so no action tools are offered. Start one with %s or pick one with %s; the other tools are in tools/list.",
+				call.Params.Name, ToolStartRun, ToolGetRun)), nil
+		}
+		// The current run's frame decides: what it offers is called, any
+		// other name is refused with the tools it offers now (client.Call).
+		return s.dynamicHandler(call.Params.Name)(ctx, call)
+	}
+}
+
+// offers reports whether name is one of the session's tools now.
+func (s *session) offers(name string) bool {
+	if slices.Contains(staticTools, name) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, row := s.rowSet[name]
+	return row || slices.Contains(s.dyn, name)
 }
 
 // CheckRows refuses a row glob (Options.Rows) that path.Match cannot
