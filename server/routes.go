@@ -16,7 +16,6 @@ import (
 	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/internal/paging"
 	"github.com/asmp-dev/asmp/protocol"
-	"github.com/asmp-dev/asmp/store"
 )
 
 // call is what every API handler gets besides the request.
@@ -154,10 +153,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The disk was full at the last write: not ready until a write succeeds again (free space, then retry a request).").With("status", "disk_full"))
 		return nil
 	}
-	if p, ok := s.e.Store().(store.Pinger); ok {
+	{
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := p.Ping(ctx); err != nil {
+		if _, err := s.e.Ping(ctx); err != nil {
 			// A warning, not a failed request: written without the logger.
 			s.log.Warn("readiness check failed", "err", err)
 			httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The database does not answer.").With("status", "unavailable"))

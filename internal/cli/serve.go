@@ -366,6 +366,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		MaxStreamsPerClient: f.maxStreams,
 		Ready:               ledgerReady(ledger),
 		AllowExec:           executor != nil,
+		LedgerSize:          st.LedgerSize,
 	}
 	var mcpHandler *mcpbridge.Handler
 	opts.MCP = func(s *server.Server) http.Handler {
