@@ -201,7 +201,7 @@ func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, c *call) error {
 		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, identity{Principal: c.actor.Name, Scopes: scopes,
-		Exec: s.opts.AllowExec && c.actor.Has(auth.ScopeExec)})
+		Exec: auth.MayExecute(s.opts.AllowExec, c.actor)})
 	return nil
 }
 

@@ -30,10 +30,11 @@ const Actor = "local"
 // use cases (Lookup, Submit, Follow) decide. Background tasks run only
 // while the engine's workers run (engine.StartWorkers).
 type Client struct {
-	e      *engine.Engine
-	base   string
-	actor  string
-	scopes []string
+	e        *engine.Engine
+	base     string
+	actor    string
+	scopes   []string
+	maxDepth int
 }
 
 var _ client.Backend = (*Client)(nil)
@@ -49,6 +50,9 @@ type Options struct {
 	Actor string
 	// Scopes are passed to row-bound tools as the caller's (nil = all).
 	Scopes []string
+	// MaxDepth bounds the nesting of inputs, as a server's MaxDepth does
+	// (0 = protocol's default).
+	MaxDepth int
 }
 
 // New returns a client.Backend that drives eng's workflows in-process.
@@ -64,7 +68,7 @@ func NewWith(eng *engine.Engine, o *Options) *Client {
 		if o.Actor != "" {
 			c.actor = o.Actor
 		}
-		c.scopes = o.Scopes
+		c.scopes, c.maxDepth = o.Scopes, o.MaxDepth
 	}
 	return c
 }
@@ -90,7 +94,7 @@ func jsonFrame(f protocol.Frame) protocol.Frame {
 }
 
 // jsonInput passes input through JSON as the server would receive it.
-func jsonInput(input map[string]any) (map[string]any, error) {
+func jsonInput(input map[string]any, maxDepth int) (map[string]any, error) {
 	if input == nil {
 		return map[string]any{}, nil
 	}
@@ -98,7 +102,7 @@ func jsonInput(input map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "The input cannot be sent as JSON: " + err.Error()}
 	}
-	m, err := protocol.DecodeObject(b, 0)
+	m, err := protocol.DecodeObject(b, maxDepth)
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -127,7 +131,7 @@ func (l *Client) Workflows(ctx context.Context) ([]client.WorkflowInfo, error) {
 func (l *Client) StartRun(ctx context.Context, workflowID string, data map[string]any) (*client.RunFrame, error) {
 	if data != nil {
 		var err error
-		if data, err = jsonInput(data); err != nil {
+		if data, err = jsonInput(data, l.maxDepth); err != nil {
 			return nil, err
 		}
 	}
@@ -164,7 +168,7 @@ func (l *Client) Transition(ctx context.Context, runID, action string, input map
 // transition submits a transition request to the engine (engine.Submit),
 // in the API scoped to scope ("" = the root).
 func (l *Client) transition(ctx context.Context, scope, runID, action string, input map[string]any, opts *client.TransitionOptions) (*client.RunFrame, error) {
-	req := engine.TransitionRequest{RunID: runID, Action: action, Actor: l.actor, Scope: scope}
+	req := engine.TransitionRequest{RunID: runID, Action: action, Actor: l.actor, Scope: scope, MaxDepth: l.maxDepth}
 	if opts != nil {
 		req.IfMatch = opts.IfMatch
 	}
@@ -215,7 +219,7 @@ func (l *Client) TransitionHref(ctx context.Context, href string, input map[stri
 
 // InvokeTool calls a tool of the run's current state.
 func (l *Client) InvokeTool(ctx context.Context, runID, tool string, input map[string]any) (any, error) {
-	in, err := jsonInput(input)
+	in, err := jsonInput(input, l.maxDepth)
 	if err != nil {
 		return nil, err
 	}

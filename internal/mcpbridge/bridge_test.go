@@ -828,3 +828,51 @@ func TestMalformedRowGlobIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// /mcp drives the engine in-process: a session's run tools make no HTTP
+// request of their own (none reaches the edge's routes, so none is
+// authenticated, limited or logged again), and the runs they move record
+// the MCP request's principal as their actor.
+func TestHTTPSessionsDriveTheEngineInProcess(t *testing.T) {
+	url := theServer(t)
+	routeCount := func() map[string]string {
+		req, _ := http.NewRequest("GET", url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "asmp_http_requests_total{") {
+				k, v, _ := strings.Cut(line, "} ")
+				out[k] = v
+			}
+		}
+		return out
+	}
+	before := routeCount()
+	c := connect(t, transports[1].make(t, url, agentToken)) // http
+	sc := c.step("asmp_start_run", map[string]any{"workflow_id": "config-wizard-v1"})
+	run := frame(sc)["run_id"].(string)
+	c.step("start", map[string]any{})
+	c.step("save", map[string]any{"value": "dark"})
+	c.ok("asmp_get_run", map[string]any{"run_id": run})
+	after := routeCount()
+	for k, v := range after {
+		if strings.HasSuffix(k, ` /mcp"`) || strings.Contains(k, `route="GET /metrics"`) || strings.Contains(k, "/api/") {
+			continue
+		}
+		if before[k] != v {
+			t.Errorf("an MCP session made HTTP requests of the API: %s went from %q to %s", k, before[k], v)
+		}
+	}
+	evs := httpDo(t, url, adminToken, "GET", "/runs/"+run+"/events", nil)["events"].([]any)
+	for _, ev := range evs {
+		if a := ev.(map[string]any)["actor"]; a != "agent" {
+			t.Fatalf("an event of the MCP session's run has actor %v, want agent: %v", a, ev)
+		}
+	}
+}
