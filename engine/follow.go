@@ -138,6 +138,9 @@ func (e *Engine) Follow(ctx context.Context, req FollowRequest) (*Follower, erro
 	if req.From != nil {
 		own := *req.From
 		f.run, f.last = &own, own.Version
+		if f.sub == nil {
+			f.sub = e.hub.Subscribe(own.ID) // later than the transition: what came between is caught up as a gap
+		}
 		return f, nil
 	}
 	run, err := e.Lookup(ctx, req.RunID, req.Scope)
