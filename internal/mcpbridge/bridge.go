@@ -6,9 +6,10 @@
 // in-process, with the same backend as the SDK's in-process client
 // (client/embedded): the MCP request was authenticated and limited once
 // at the edge, its principal is carried in, and each write is checked
-// against its scope with the edge's own check. Its ledger tools (row
-// tools, dispatch, receipts) still call the server's own handler with the
-// caller's token. Either way the engine's refusals apply unchanged.
+// against its scope with the edge's own check; its ledger tools (row
+// tools, dispatch, receipts) call the ledger's own handler as that
+// principal, whose routes check their scopes. Either way the engine's and
+// the ledger's refusals apply unchanged.
 //
 // A session has static tools (asmp_list_workflows, asmp_start_run,
 // asmp_get_run, asmp_transition, asmp_invoke, asmp_dispatch,

@@ -860,9 +860,15 @@ func TestHTTPSessionsDriveTheEngineInProcess(t *testing.T) {
 	c.step("start", map[string]any{})
 	c.step("save", map[string]any{"value": "dark"})
 	c.ok("asmp_get_run", map[string]any{"run_id": run})
+	// The ledger tools call the ledger as the session's principal, in-process too.
+	rc := structured(t, c.call("row_echo-v1", map[string]any{"words": []any{"hi"}}))
+	if r, _ := rc["receipt"].(map[string]any); r == nil || r["inv_ID"] == nil {
+		t.Fatalf("row tool: %v", rc)
+	}
+	c.refused("asmp_receipt", map[string]any{"inv_ID": "no-such-inv"}, "")
 	after := routeCount()
 	for k, v := range after {
-		if strings.HasSuffix(k, ` /mcp"`) || strings.Contains(k, `route="GET /metrics"`) || strings.Contains(k, "/api/") {
+		if strings.HasSuffix(k, ` /mcp"`) || strings.Contains(k, `route="GET /metrics"`) {
 			continue
 		}
 		if before[k] != v {

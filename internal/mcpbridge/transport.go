@@ -80,7 +80,10 @@ type HTTPOptions struct {
 	// drive it in-process through the SDK's in-process backend
 	// (client/embedded), with the principal of the MCP request, which the
 	// edge authenticated and limited once; each write is checked against
-	// its scope as the edge checks it. nil: they call the server's handler.
+	// its scope as the edge checks it. With Ledger set too, the ledger
+	// tools call Ledger as that principal (its routes check their scopes),
+	// not the server's handler. nil: both call the server's handler with
+	// the request's token.
 	Engine *engine.Engine
 	// MaxDepth bounds the nesting of run inputs, as the server's does.
 	MaxDepth int
@@ -199,6 +202,13 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 	}
 	hc := &http.Client{Transport: &inproc{h: h.target, host: r.Host, remote: r.RemoteAddr, tls: r.TLS,
 		auth: r.Header.Get("Authorization"), fwd: forwarded(r.Header)}}
+	if h.o.Engine != nil && h.o.Ledger != nil {
+		// In-process: the ledger's own handler, which checks each route's
+		// scope against the principal in the request's context, carried
+		// in here; the edge authenticated and limited the MCP request
+		// once already.
+		hc = &http.Client{Transport: &inproc{h: asPrincipal(h.o.Ledger, p), host: r.Host, remote: r.RemoteAddr, tls: r.TLS}}
+	}
 	c, err := client.New(base, &client.Options{HTTPClient: hc, UserAgent: "asmp-mcp"})
 	if err != nil {
 		h.o.Logger.Error("the MCP bridge cannot build its client", "base", base, "err", err)
@@ -219,6 +229,15 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 	s := newSession(runs, c, o, rows)
 	s.addOnClose(stop)
 	return s
+}
+
+// asPrincipal serves h as principal p: the request's context carries p,
+// and any Authorization it has is dropped.
+func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Authorization")
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
 }
 
 func forwarded(h http.Header) http.Header {
