@@ -32,7 +32,7 @@ func (e *Engine) LookupStored(ctx context.Context, runID, scope string) (store.R
 	if err != nil {
 		return store.Run{}, err
 	}
-	if err := InScope(runID, sr.WorkflowID, scope); err != nil {
+	if err := inScope(runID, sr.WorkflowID, scope); err != nil {
 		return store.Run{}, err
 	}
 	return sr, nil

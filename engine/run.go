@@ -163,11 +163,11 @@ func NotInWorkflow(runID, workflowID string) error {
 	return protocol.Errorf(protocol.ENotFound, "Run not found: run %s does not belong to workflow %q.", runID, workflowID)
 }
 
-// InScope is the one check of a workflow scope (the API under
+// inScope is the one check of a workflow scope (the API under
 // /w/{workflow_id}/, or an option's Workflow): a run of workflow
 // runWorkflow may be seen by a caller scoped to scope ("" = any workflow),
 // else the run is not found for that caller (NotInWorkflow).
-func InScope(runID, runWorkflow, scope string) error {
+func inScope(runID, runWorkflow, scope string) error {
 	if scope != "" && runWorkflow != scope {
 		return NotInWorkflow(runID, scope)
 	}
@@ -252,7 +252,7 @@ func sameBytes(a, b []byte) bool {
 
 // plan validates action against r and returns the commit that applies it.
 func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionOptions) (*store.Commit, error) {
-	if err := InScope(r.ID, r.WorkflowID, o.Workflow); err != nil {
+	if err := inScope(r.ID, r.WorkflowID, o.Workflow); err != nil {
 		return nil, err
 	}
 	st := r.StateDef()
