@@ -35,6 +35,15 @@ func (p Principal) Has(scope string) bool {
 	return slices.Contains(p.Scopes, scope)
 }
 
+// MayExecute is the one decision of whether p may have directory rows
+// executed: the server executes (serverExecutes: `asmp serve
+// --allow-exec`) and p holds the exec scope. GET /whoami answers it, the
+// MCP endpoint asks it for row tools, and the ledger refuses an
+// invocation's execution without it.
+func MayExecute(serverExecutes bool, p Principal) bool {
+	return serverExecutes && p.Has(ScopeExec)
+}
+
 // Open is the principal of a server without tokens: anonymous, every scope.
 var Open = Principal{Name: Anonymous, Scopes: AllScopes}
 

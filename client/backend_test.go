@@ -280,6 +280,9 @@ func TestErrorsKeepTheirHints(t *testing.T) {
 		wantError(t, err, 404, "Run not found")
 		_, err = f.b.Transition(ctx, ghost, "start", nil, nil)
 		wantError(t, err, 404, "Run not found")
+		// The documented order: an unknown run is 404 before a malformed If-Match.
+		_, err = f.b.Transition(ctx, ghost, "start", nil, &client.TransitionOptions{IfMatch: "abc"})
+		wantError(t, err, 404, "Run not found")
 		_, err = f.b.Events(ctx, ghost)
 		wantError(t, err, 404, "Run not found")
 		_, err = f.b.InvokeTool(ctx, ghost, "policy_check", nil)
@@ -316,6 +319,9 @@ func TestErrorsKeepTheirHints(t *testing.T) {
 		}
 		_, err = f.b.Transition(ctx, run.RunID, "save", map[string]any{"value": "v"}, &client.TransitionOptions{IfMatch: "abc"})
 		wantError(t, err, 400, "If-Match")
+		// A weak tag never matches (RFC 9110), even of the current version.
+		_, err = f.b.Transition(ctx, run.RunID, "save", map[string]any{"value": "v"}, &client.TransitionOptions{IfMatch: `W/"2"`})
+		wantError(t, err, 409, "weak entity tag")
 		// A bare version number is accepted as If-Match.
 		next := must(f.b.Transition(ctx, run.RunID, "save", map[string]any{"value": "v"}, &client.TransitionOptions{IfMatch: "2"}))(t)
 		if next.State != "CONFIRM" {

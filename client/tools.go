@@ -199,6 +199,11 @@ type CallResult struct {
 // object are a 400 *Error; the server's refusals come back as its *Error
 // (400 wrong type, 403 not offered or guard, 404, 409).
 func (c *Client) Call(ctx context.Context, frame protocol.Frame, name string, arguments json.RawMessage) (*CallResult, error) {
+	return CallOn(ctx, c, frame, name, arguments)
+}
+
+// CallOn is (*Client).Call on any Backend (an in-process one included).
+func CallOn(ctx context.Context, b Backend, frame protocol.Frame, name string, arguments json.RawMessage) (*CallResult, error) {
 	defs, _ := Tools(frame) // collisions are resolved in the list itself
 	var def *ToolDef
 	for i := range defs {
@@ -227,7 +232,7 @@ func (c *Client) Call(ctx context.Context, frame protocol.Frame, name string, ar
 	}
 	res := &CallResult{Tool: *def}
 	if def.Kind == ToolStage {
-		res.Result, err = c.InvokeTool(ctx, frame.RunID, def.Target, input)
+		res.Result, err = b.InvokeTool(ctx, frame.RunID, def.Target, input)
 		if err != nil {
 			return nil, err
 		}
@@ -235,9 +240,9 @@ func (c *Client) Call(ctx context.Context, frame protocol.Frame, name string, ar
 	}
 	ns, _ := frame.Action(def.Target)
 	if ns.Href != "" {
-		res.Frame, err = c.TransitionHref(ctx, ns.Href, input, nil)
+		res.Frame, err = b.TransitionHref(ctx, ns.Href, input, nil)
 	} else {
-		res.Frame, err = c.Transition(ctx, frame.RunID, ns.Action, input, nil)
+		res.Frame, err = b.Transition(ctx, frame.RunID, ns.Action, input, nil)
 	}
 	if err != nil {
 		return nil, err

@@ -94,9 +94,20 @@ type Options struct {
 // is 0: 1 MiB, the default request body limit.
 const DefaultMaxRunData = 1 << 20
 
+// Store is what the engine needs of a store, declared here: the runs with
+// their events, the background tasks and the stored workflow definitions
+// (store.Store, less the ledger and Close, which belong to whoever opened
+// the store). A store may also offer store.Notifier (commits of other
+// processes) and store.Pinger (Ping).
+type Store interface {
+	store.RunStore
+	store.TaskStore
+	store.DefinitionStore
+}
+
 // Engine runs workflows. It is safe for concurrent use.
 type Engine struct {
-	store   store.Store
+	store   Store
 	defs    map[string]*workflow.Definition
 	order   []*workflow.Definition
 	def     *workflow.Definition
@@ -133,12 +144,10 @@ func (e *Engine) wakeFunc() func() {
 	return e.wake
 }
 
-// New returns an engine serving the given workflows from st. The engine
-// uses st's runs, tasks and definitions (store.RunStore, store.TaskStore,
-// store.DefinitionStore); Store hands the whole store on to the server.
-// New stores every definition it is given (see Versions) and pins the runs
+// New returns an engine serving the given workflows from st (its runs,
+// tasks and definitions: Store). New stores every definition it is given (see Versions) and pins the runs
 // stored before versions existed to the served version of their workflow.
-func New(st store.Store, defs []*workflow.Definition, opts *Options) (*Engine, error) {
+func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -216,9 +225,6 @@ func (e *Engine) MaxRunData() int64 { return e.maxData }
 func sameSkill(a, b *workflow.Skill) bool {
 	return a == b || (a.Name == b.Name && a.FS == b.FS && string(a.Content) == string(b.Content))
 }
-
-// Store returns the engine's store.
-func (e *Engine) Store() store.Store { return e.store }
 
 // Workflows returns the served workflows in the order given to New.
 func (e *Engine) Workflows() []*workflow.Definition { return e.order }

@@ -6,15 +6,7 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-// StoredRun returns run runID as stored, its data not decoded: what a
-// caller that keeps answers per version needs to tell whether it has the
-// answer already. It waits for a transition of the run this process has
-// queued, as GetRun does. ENotFound for an unknown run.
-func (e *Engine) StoredRun(ctx context.Context, runID string) (store.Run, error) {
-	return e.storedRun(ctx, runID)
-}
-
-// ViewRun returns the engine's view of a run read with StoredRun: its
+// ViewRun returns the engine's view of a run read with LookupStored: its
 // pinned definition and decoded data. ENotFound when its workflow is
 // neither served nor stored at its version.
 func (e *Engine) ViewRun(ctx context.Context, sr store.Run) (*Run, error) {

@@ -163,11 +163,11 @@ func NotInWorkflow(runID, workflowID string) error {
 	return protocol.Errorf(protocol.ENotFound, "Run not found: run %s does not belong to workflow %q.", runID, workflowID)
 }
 
-// InScope is the one check of a workflow scope (the API under
+// inScope is the one check of a workflow scope (the API under
 // /w/{workflow_id}/, or an option's Workflow): a run of workflow
 // runWorkflow may be seen by a caller scoped to scope ("" = any workflow),
 // else the run is not found for that caller (NotInWorkflow).
-func InScope(runID, runWorkflow, scope string) error {
+func inScope(runID, runWorkflow, scope string) error {
 	if scope != "" && runWorkflow != scope {
 		return NotInWorkflow(runID, scope)
 	}
@@ -188,6 +188,9 @@ type TransitionOptions struct {
 	task *store.Task
 	// set are data keys the transition also sets (a task's output).
 	set map[string]any
+	// weakIfMatch is the If-Match header when it was a weak entity tag
+	// (Submit): it never matches.
+	weakIfMatch string
 	// failure is why a task failed, when it fires its failure action:
 	// stored on the run and the event (Snapshot.Error) and shown in the
 	// frame's hint until the run moves on.
@@ -249,7 +252,7 @@ func sameBytes(a, b []byte) bool {
 
 // plan validates action against r and returns the commit that applies it.
 func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionOptions) (*store.Commit, error) {
-	if err := InScope(r.ID, r.WorkflowID, o.Workflow); err != nil {
+	if err := inScope(r.ID, r.WorkflowID, o.Workflow); err != nil {
 		return nil, err
 	}
 	st := r.StateDef()
@@ -280,6 +283,9 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	// A stale If-Match is the last check (SPEC section 2's order): an
 	// action not offered now is a 403 and a bad body a 400 whatever the
 	// version the caller saw.
+	if o.weakIfMatch != "" {
+		return nil, weakIfMatch(r, o.weakIfMatch)
+	}
 	if o.IfMatch != 0 && o.IfMatch != r.Version {
 		return nil, protocol.Errorf(protocol.EConflict, "The run is at version %d, but If-Match says %d: it changed since you read it. GET the run again and decide on the new frame.", r.Version, o.IfMatch).
 			With("version", r.Version).With("state", r.State)

@@ -26,23 +26,11 @@ type ResourceOptions struct {
 	Workflow string
 }
 
-// getScoped is GetRun for a caller scoped to workflowID ("" = any).
-func (e *Engine) getScoped(ctx context.Context, runID, workflowID string) (*Run, error) {
-	r, err := e.GetRun(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	if err := InScope(runID, r.WorkflowID, workflowID); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
 // InvokeTool runs tool name of the run's current state with input and
 // returns its result. EForbidden when the tool is not bound to the current
 // state, EInvalid when input does not match its expects.
 func (e *Engine) InvokeTool(ctx context.Context, runID, name string, input map[string]any, o ToolOptions) (any, error) {
-	r, err := e.getScoped(ctx, runID, o.Workflow)
+	r, err := e.Lookup(ctx, runID, o.Workflow)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +96,7 @@ type Content struct {
 // ReadResource returns the content of resource p of the run's current state.
 // EForbidden when the resource is not bound to the current state.
 func (e *Engine) ReadResource(ctx context.Context, runID, p string, o ResourceOptions) (*Content, error) {
-	r, err := e.getScoped(ctx, runID, o.Workflow)
+	r, err := e.Lookup(ctx, runID, o.Workflow)
 	if err != nil {
 		return nil, err
 	}

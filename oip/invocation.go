@@ -157,7 +157,7 @@ func (s *Service) dispatchInvocation(ctx context.Context, key string, body []byt
 	case req.Execute && s.exec == nil:
 		ib.Command = cmd
 		ib.Outcome = refused("Execution is disabled on this server; it runs only with --allow-exec.")
-	case req.Execute && !forWorkflow && !p.Has(auth.ScopeExec):
+	case req.Execute && !forWorkflow && !auth.MayExecute(true, p): // s.exec is set
 		// A workflow's tool or task runs with the authority of its row
 		// version (SPEC sections 9 and 16: the workflow pins it, or its
 		// dispatcher held exec), checked above; a caller who may fire the

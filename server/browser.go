@@ -23,7 +23,9 @@ import (
 // PATCH, DELETE) sent by another origin: Sec-Fetch-Site cross-site or
 // same-site, or an Origin that is neither the request's Host nor one of
 // allowed (the public URL's origin counts as allowed). GET and HEAD stay
-// open, so a link from elsewhere still works.
+// open, so a link from elsewhere still works, except GET /mcp: MCP's
+// notification stream is refused to a foreign origin like its POSTs (MCP
+// 2025-11-25, streamable HTTP).
 // An origin that is not scheme://host[:port] is skipped.
 func originCheck(allowed []string, publicURL string) httpx.Check {
 	cop := http.NewCrossOriginProtection()
@@ -33,8 +35,13 @@ func originCheck(allowed []string, publicURL string) httpx.Check {
 	for _, o := range allowed {
 		_ = cop.AddTrustedOrigin(strings.TrimRight(o, "/"))
 	}
-	return func(r *http.Request, _ *httpx.Route) error {
-		if err := cop.Check(r); err != nil {
+	return func(r *http.Request, rt *httpx.Route) error {
+		checked := r
+		if rt != nil && rt.Path == mcpPath && r.Method == http.MethodGet {
+			checked = r.WithContext(r.Context()) // a shallow copy, checked as an unsafe method
+			checked.Method = http.MethodPost
+		}
+		if err := cop.Check(checked); err != nil {
 			origin := r.Header.Get("Origin")
 			if origin == "" {
 				origin = "another site (Sec-Fetch-Site: " + protocol.Truncate(r.Header.Get("Sec-Fetch-Site"), 40) + ")"

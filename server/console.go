@@ -7,10 +7,7 @@ import (
 	"github.com/asmp-dev/asmp/internal/httpx"
 
 	"github.com/asmp-dev/asmp/auth"
-	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server/console"
-	"github.com/asmp-dev/asmp/workflow"
 )
 
 // consolePrefix is where the web console is served.
@@ -44,7 +41,8 @@ func isConsoleFile(r *http.Request) bool {
 // visualizeSVG serves GET /visualize.svg?workflow_id=&run_id=: the diagram
 // of /visualize alone, as an SVG document, the run's state highlighted.
 func (s *Server) visualizeSVG(w http.ResponseWriter, r *http.Request, c *call) error {
-	def, run, err := s.vizTarget(r, c)
+	q := r.URL.Query()
+	def, run, err := s.e.Diagram(r.Context(), c.wf, q.Get("workflow_id"), q.Get("run_id"))
 	if err != nil {
 		return err
 	}
@@ -59,33 +57,4 @@ func (s *Server) visualizeSVG(w http.ResponseWriter, r *http.Request, c *call) e
 	h["Cache-Control"] = noStore
 	_, _ = w.Write([]byte(DiagramSVG(def, current)))
 	return nil
-}
-
-// vizTarget resolves the workflow_id and run_id parameters of a diagram:
-// the run's workflow, else the named one, else the scoping or default one.
-func (s *Server) vizTarget(r *http.Request, c *call) (*workflow.Definition, *engine.Run, error) {
-	q := r.URL.Query()
-	wfID := q.Get("workflow_id")
-	if wfID == "" {
-		wfID = c.wf
-	}
-	var run *engine.Run
-	if id := q.Get("run_id"); id != "" {
-		var err error
-		if run, err = s.e.GetRun(r.Context(), id); err != nil {
-			return nil, nil, err
-		}
-		if wfID != "" && run.WorkflowID != wfID {
-			return nil, nil, protocol.Errorf(protocol.EInvalid, "Run %s belongs to workflow %q, not %q.", id, run.WorkflowID, wfID)
-		}
-		wfID = run.WorkflowID
-	}
-	if wfID == "" {
-		return s.e.Default(), run, nil
-	}
-	def, ok := s.e.Workflow(wfID)
-	if !ok {
-		return nil, nil, protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", protocol.Truncate(wfID, 64), strings.Join(s.e.WorkflowIDs(), ", "))
-	}
-	return def, run, nil
 }

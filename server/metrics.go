@@ -34,7 +34,10 @@ type series struct {
 	latency prometheus.Observer
 }
 
-func newMetrics(e *engine.Engine) *metrics {
+func newMetrics(e *engine.Engine, ledgerSize func(context.Context) (int64, error)) *metrics {
+	if ledgerSize == nil {
+		ledgerSize = func(context.Context) (int64, error) { return 0, nil }
+	}
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -46,7 +49,6 @@ func newMetrics(e *engine.Engine) *metrics {
 		}, []string{"route", "method"}),
 		engine: newEngineMetrics(),
 	}
-	st := e.Store()
 	// storeGauge reports what read returns at scrape time (0 on error).
 	storeGauge := func(name, help string, read func(context.Context) (int64, error)) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
@@ -64,8 +66,8 @@ func newMetrics(e *engine.Engine) *metrics {
 		m.engine.pruned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
 			func() float64 { return float64(e.Hub().Subscribers()) }),
-		storeGauge("asmp_task_queue_depth", "Background tasks not yet done (pending or running).", st.PendingTasks),
-		storeGauge("asmp_ledger_records", "Records in the OIP ledger.", st.LedgerSize),
+		storeGauge("asmp_task_queue_depth", "Background tasks not yet done (pending or running).", e.PendingTasks),
+		storeGauge("asmp_ledger_records", "Records in the OIP ledger.", ledgerSize),
 		&runsCollector{e: e},
 	)
 	return m
@@ -102,7 +104,7 @@ func (c *runsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc }
 func (c *runsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts, err := c.e.Store().CountRuns(ctx)
+	counts, err := c.e.CountRuns(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(runsDesc, err)
 		return

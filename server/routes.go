@@ -16,7 +16,6 @@ import (
 	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/internal/paging"
 	"github.com/asmp-dev/asmp/protocol"
-	"github.com/asmp-dev/asmp/store"
 )
 
 // call is what every API handler gets besides the request.
@@ -63,7 +62,7 @@ func (s *Server) api(h apiFunc) httpx.HandlerFunc {
 func (s *Server) servedWorkflow(r *http.Request, _ *httpx.Route) error {
 	if wf := r.PathValue("workflow_id"); wf != "" {
 		if _, ok := s.e.Workflow(wf); !ok {
-			return protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", wf, strings.Join(s.e.WorkflowIDs(), ", "))
+			return s.e.UnknownWorkflow(wf)
 		}
 	}
 	return nil
@@ -118,6 +117,9 @@ func (s *Server) routes() {
 	}
 }
 
+// mcpPath is where the MCP endpoint is served.
+const mcpPath = "/mcp"
+
 // mcpAPI serves h at /mcp: MCP's streamable HTTP transport answers GET
 // (its notification stream), POST (messages) and DELETE (end a session).
 // A message body is read here first, so that one that is not UTF-8 is
@@ -141,7 +143,7 @@ func mcpAPI(h http.Handler, maxBody int64) httpx.API {
 	}
 	var rs []httpx.Route
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-		rs = append(rs, httpx.Route{Method: m, Path: "/mcp", Scope: auth.ScopeRead, Handle: serve})
+		rs = append(rs, httpx.Route{Method: m, Path: mcpPath, Scope: auth.ScopeRead, Handle: serve})
 	}
 	return httpx.API{Routes: rs}
 }
@@ -151,10 +153,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The disk was full at the last write: not ready until a write succeeds again (free space, then retry a request).").With("status", "disk_full"))
 		return nil
 	}
-	if p, ok := s.e.Store().(store.Pinger); ok {
+	{
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := p.Ping(ctx); err != nil {
+		if _, err := s.e.Ping(ctx); err != nil {
 			// A warning, not a failed request: written without the logger.
 			s.log.Warn("readiness check failed", "err", err)
 			httpx.WriteError(w, nil, protocol.Errorf(protocol.EUnavailable, "The database does not answer.").With("status", "unavailable"))
@@ -199,7 +201,7 @@ func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, c *call) error {
 		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, identity{Principal: c.actor.Name, Scopes: scopes,
-		Exec: s.opts.AllowExec && c.actor.Has(auth.ScopeExec)})
+		Exec: auth.MayExecute(s.opts.AllowExec, c.actor)})
 	return nil
 }
 
@@ -264,14 +266,7 @@ func (s *Server) loadRun(r *http.Request, c *call) (*engine.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.e.GetRun(r.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	if err := engine.InScope(id, run.WorkflowID, c.wf); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return s.e.Lookup(r.Context(), id, c.wf)
 }
 
 // requireRunID returns runID(r), or an error when the request names no run.
@@ -300,11 +295,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	f, err := s.answers.Frame(r.Context(), id, c.base)
+	f, err := s.answers.Frame(r.Context(), id, c.wf, c.base)
 	if err != nil {
-		return err
-	}
-	if err := engine.InScope(id, f.WorkflowID, c.wf); err != nil {
 		return err
 	}
 	h := w.Header()
@@ -323,11 +315,8 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	cli, err := s.answers.CLI(r.Context(), id)
+	cli, err := s.answers.CLI(r.Context(), id, c.wf)
 	if err != nil {
-		return err
-	}
-	if err := engine.InScope(id, cli.WorkflowID, c.wf); err != nil {
 		return err
 	}
 	h := w.Header()
@@ -337,53 +326,18 @@ func (s *Server) getCLI(w http.ResponseWriter, r *http.Request, c *call) error {
 	return nil
 }
 
-// parseIfMatch reads If-Match: "7", W/"7", 7 or * (any version: 0).
-func parseIfMatch(r *http.Request) (int64, error) {
-	v := strings.TrimSpace(r.Header.Get("If-Match"))
-	if v == "" || v == "*" {
-		return 0, nil
-	}
-	v = strings.TrimPrefix(v, "W/")
-	v = strings.Trim(v, `"`)
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, protocol.Errorf(protocol.EInvalid, "If-Match must be the run's ETag, e.g. \"3\" (from the frame you acted on), not %q.", r.Header.Get("If-Match"))
-	}
-	return n, nil
-}
-
 func (s *Server) transition(w http.ResponseWriter, r *http.Request, c *call) error {
 	raw, err := httpx.ReadBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
-	// One order of refusals (README, "Validation order"): 404 unknown run,
-	// 400 malformed If-Match, 403 action not offered or guard refused, 400
-	// body not an object or not matching expects, 409 stale If-Match; the
-	// last three are the engine's, checked against the run as it is when
-	// the change applies.
-	action := r.PathValue("action")
-	ifMatch, imErr := parseIfMatch(r)
-	input, err := protocol.DecodeObject(raw, s.opts.MaxDepth)
-	if imErr != nil || err != nil {
-		run, lerr := s.loadRun(r, c)
-		if lerr != nil {
-			return lerr
-		}
-		if imErr != nil {
-			return imErr
-		}
-		if oerr := s.e.CheckOffered(run, action); oerr != nil {
-			return oerr
-		}
-		return err
-	}
-	// The engine reads the run itself (under its lock): no read here.
-	opts := engine.TransitionOptions{IfMatch: ifMatch, Actor: c.actor.Name, Workflow: c.wf}
+	// The engine refuses in the documented order (engine.Submit).
+	req := engine.TransitionRequest{RunID: r.PathValue("run_id"), Action: r.PathValue("action"),
+		IfMatch: r.Header.Get("If-Match"), Body: raw, MaxDepth: s.opts.MaxDepth, Actor: c.actor.Name, Scope: c.wf}
 	if wantsNDJSON(r) {
-		return s.transitionStream(w, r, c, r.PathValue("run_id"), action, input, opts)
+		return s.transitionStream(w, r, c, req)
 	}
-	next, err := s.e.Transition(r.Context(), r.PathValue("run_id"), action, input, opts)
+	next, err := s.e.Submit(r.Context(), req)
 	if err != nil {
 		return err
 	}

@@ -165,7 +165,7 @@ func (s *Server) versionDefs(r *http.Request, defs []*workflow.Definition, statu
 // olderVersions returns the stored versions of the served definition d
 // other than d itself (those that can be read).
 func (s *Server) olderVersions(r *http.Request, d *workflow.Definition) ([]*workflow.Definition, error) {
-	stored, err := s.e.Store().Definitions(r.Context(), d.ID)
+	stored, err := s.e.StoredDefinitions(r.Context(), d.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func (s *Server) readRuns(r *http.Request, f store.RunFilter, want int) ([]store
 	chunk := listChunk(s.e.MaxRunData())
 	for want > 0 {
 		f.Limit = min(chunk, want)
-		runs, err := s.e.Store().ListRuns(r.Context(), f)
+		runs, err := s.e.ListRuns(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}

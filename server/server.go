@@ -25,6 +25,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -118,6 +119,11 @@ type Options struct {
 	// then, for a principal holding the exec scope.
 	AllowExec bool
 
+	// LedgerSize, when set, reports the records of the OIP ledger for
+	// GET /metrics (asmp_ledger_records; store.LedgerStore's LedgerSize):
+	// the server reads the ledger through nothing else. nil reports 0.
+	LedgerSize func(ctx context.Context) (int64, error)
+
 	// Ready, when set, is asked by GET /readyz: a non-nil error (whose
 	// protocol hint is shown) answers 503 (the ledger's full check at
 	// start has not finished).
@@ -173,7 +179,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	s.answers = encoded.New(e)
 	obs := &observer{answers: s.answers}
 	if !s.opts.DisableMetrics {
-		s.metrics = newMetrics(e)
+		s.metrics = newMetrics(e, s.opts.LedgerSize)
 		obs.metrics = s.metrics.engine
 	}
 	e.Observe(obs)

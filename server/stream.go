@@ -96,191 +96,121 @@ type streamEnd struct {
 	RunID string `json:"run_id"`
 }
 
-// stream serves GET /runs/{run_id}/stream.
+// stream serves GET /runs/{run_id}/stream: it writes what the engine's
+// follow of the run yields (engine.Follow) as NDJSON lines.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) error {
-	run, err := s.loadRun(r, c)
+	id, err := requireRunID(r)
 	if err != nil {
 		return err
 	}
 	after, resume, err := lastEventID(r)
 	if err != nil {
+		if _, lerr := s.e.LookupStored(r.Context(), id, c.wf); lerr != nil {
+			return lerr // an unknown run is a 404 first
+		}
 		return err
 	}
-	if resume && after > run.Version {
-		return protocol.Errorf(protocol.EInvalid, "Last-Event-ID %d is ahead of the run (its last event is %d); reconnect without it.", after, run.Version)
-	}
-	release, err := s.acquireStream(r)
+	hb := time.NewTicker(s.opts.Heartbeat)
+	defer hb.Stop()
+	fl, err := s.e.Follow(r.Context(), engine.FollowRequest{RunID: id, Scope: c.wf, Base: c.base,
+		After: after, Resume: resume, Heartbeat: hb.C, Stop: s.done})
 	if err != nil {
 		return err
 	}
-	defer release()
-	// Subscribe first, then read: an event committed in between is seen
-	// twice (and skipped by id), never missed.
-	sub := s.e.Hub().Subscribe(run.ID)
-	defer sub.Close()
-	own := *run // catchUp follows the run's versions event by event
-	run = &own
-	sw := newStreamWriter(w, http.StatusOK)
-	if resume {
-		sw.last = after
-		if done := s.catchUp(r.Context(), sw, run, c.base); done || sw.err != nil {
-			return nil
-		}
-		// Resumed at (or past) the run's terminal event: nothing is left to send.
-		if cur, err := s.e.GetRun(r.Context(), run.ID); err == nil && protocol.Terminal(cur.Status()) && sw.last >= cur.Version {
-			return nil
-		}
-	} else {
-		cur, err := s.e.GetRun(r.Context(), run.ID)
-		if err != nil {
-			sw.json(streamEnd{End: "error", Hint: protocol.ErrorHint(err), RunID: run.ID})
-			return nil
-		}
-		sw.json(protocol.StreamFrame{ID: cur.Version, Frame: s.e.Frame(cur, c.base)})
-		sw.last = cur.Version
-		if protocol.Terminal(cur.Status()) {
-			return nil
-		}
+	release, err := s.acquireStream(r)
+	if err != nil {
+		fl.Close()
+		return err
 	}
-	s.follow(r, sw, sub, run, c.base, func(status string) bool { return protocol.Terminal(status) })
+	defer release()
+	sw := newStreamWriter(w, http.StatusOK)
+	s.writeFollow(r.Context(), sw, fl, id, c.base)
 	return nil
 }
 
-// catchUp writes every stored event after sw.last. It reports whether the
-// run reached a terminal status (the stream is over). It reads the log a
-// page at a time (catchUpPage events, and at most store.MaxPageBytes of
-// records), encoding and sending each frame before the next: it never
-// holds more than one page.
-func (s *Server) catchUp(ctx context.Context, sw *streamWriter, run *engine.Run, base string) bool {
-	replay := s.e.NewReplay(run.Def, base)
-	var buf []byte // one buffer for every line: a backlog of large frames makes no garbage per frame
-	for {
-		evs, err := s.e.Events(ctx, run.ID, sw.last, catchUpPage)
-		if err != nil {
-			sw.json(streamEnd{ID: sw.last, End: "error", Hint: protocol.ErrorHint(err), RunID: run.ID})
-			return true
-		}
-		if len(evs) == 0 {
-			return false
-		}
-		for i := range evs {
-			ev := &evs[i]
-			s.e.FollowVersion(ctx, run, ev)
-			replay.Follow(run.Def)
-			f, err := replay.Frame(ev)
-			if err != nil {
-				sw.json(streamEnd{ID: sw.last, End: "error", Hint: protocol.ErrorHint(err), RunID: run.ID})
-				return true
+// writeFollow writes the items of fl as stream lines until it ends or a
+// write fails: the current frame and heartbeats and progress encoded here,
+// replayed frames into one reused buffer, live events through the shared
+// encodings of s.lines.
+func (s *Server) writeFollow(ctx context.Context, sw *streamWriter, fl *engine.Follower, runID, base string) {
+	var buf []byte // one buffer for every replayed line: a backlog of large frames makes no garbage per frame
+	for it := range fl.Items(ctx) {
+		var ok bool
+		switch {
+		case it.End != nil:
+			if it.End.Reason != engine.EndClosed {
+				sw.json(streamEnd{ID: it.ID, End: it.End.Reason, Hint: it.End.Hint, RunID: runID})
 			}
-			b, err := encoded.AppendFrameLine(buf[:0], ev.Seq, f)
-			if err != nil || !sw.line(b) {
-				return true
-			}
+			return
+		case it.Heartbeat:
+			ok = sw.json(protocol.Heartbeat{ID: it.ID, Heartbeat: true})
+		case it.Progress != nil:
+			ok = sw.json(*it.Progress)
+		case it.Frame.Kind == engine.FrameLive:
+			b, err := s.lines.Line(s.e, it.Frame.Def, it.Frame.Event, base)
+			ok = err == nil && sw.line(b)
+		case it.Frame.Kind == engine.FrameReplayed:
+			f, _ := it.Frame.Frame()
+			b, err := encoded.AppendFrameLine(buf[:0], it.ID, f)
+			ok = err == nil && sw.line(b)
 			if cap(b) <= maxKeptLine {
 				buf = b
 			}
-			sw.last = ev.Seq
-			if protocol.Terminal(engine.StatusAfter(run.Def, ev)) {
-				return true
-			}
+		default:
+			f, _ := it.Frame.Frame()
+			ok = sw.json(protocol.StreamFrame{ID: it.ID, Frame: f})
 		}
+		if !ok {
+			return
+		}
+		sw.last = it.ID
 	}
 }
-
-// catchUpPage is how many events a resumed stream reads at a time.
-const catchUpPage = 100
 
 // maxKeptLine bounds the line buffer a replay keeps between frames.
 const maxKeptLine = 8 << 20
-
-// follow relays live messages until stop(status) holds for a written
-// frame, the client goes away, the subscriber is dropped, or the server
-// shuts down.
-func (s *Server) follow(r *http.Request, sw *streamWriter, sub *engine.Subscription, run *engine.Run, base string, stop func(status string) bool) {
-	hb := time.NewTicker(s.opts.Heartbeat)
-	defer hb.Stop()
-	own := *run // the definition follows the run's migrations: not shared
-	run = &own
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			sw.json(streamEnd{ID: sw.last, End: "shutdown", RunID: run.ID,
-				Hint: "The server is shutting down. Reconnect with Last-Event-ID: " + strconv.FormatInt(sw.last, 10) + " to resume without a gap."})
-			return
-		case <-hb.C:
-			if !sw.json(protocol.Heartbeat{ID: sw.last, Heartbeat: true}) {
-				return
-			}
-		case m, ok := <-sub.C:
-			if !ok {
-				if sub.Dropped() {
-					sw.json(streamEnd{ID: sw.last, End: "slow_consumer", RunID: run.ID,
-						Hint: "This stream fell too far behind and was cut off. Reconnect with Last-Event-ID: " + strconv.FormatInt(sw.last, 10) + " to resume without a gap."})
-				}
-				return
-			}
-			if m.Progress != nil {
-				p := *m.Progress
-				if p.ID < sw.last {
-					p.ID = sw.last
-				}
-				if !sw.json(p) {
-					return
-				}
-				continue
-			}
-			ev := m.Event
-			if ev.Seq <= sw.last {
-				continue // already sent (replayed from the store)
-			}
-			if ev.Seq > sw.last+1 {
-				// A gap (events committed by another process): fill it from the store.
-				if s.catchUp(r.Context(), sw, run, base) || sw.err != nil {
-					return
-				}
-				if ev.Seq <= sw.last {
-					continue
-				}
-			}
-			s.e.FollowVersion(r.Context(), run, ev)
-			b, err := s.lines.Line(s.e, run.Def, ev, base)
-			if err != nil || !sw.line(b) {
-				return
-			}
-			sw.last = ev.Seq
-			if stop(engine.StatusAfter(run.Def, ev)) {
-				return
-			}
-		}
-	}
-}
 
 // transitionStream applies a transition for a client that accepts NDJSON:
 // if the run ends up processing, it answers 202 and streams frames on the
 // same connection until the run leaves processing; otherwise it answers
 // with the frame as usual.
-func (s *Server) transitionStream(w http.ResponseWriter, r *http.Request, c *call, runID, action string, input map[string]any, opts engine.TransitionOptions) error {
-	release, err := s.acquireStream(r)
-	if err != nil {
-		return err
+func (s *Server) transitionStream(w http.ResponseWriter, r *http.Request, c *call, req engine.TransitionRequest) error {
+	var release func()
+	var sub *engine.Subscription
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	req.Before = func() error {
+		var err error
+		if release, err = s.acquireStream(r); err != nil {
+			return err
+		}
+		sub = s.e.Hub().Subscribe(req.RunID)
+		return nil
 	}
-	defer release()
-	sub := s.e.Hub().Subscribe(runID)
-	defer sub.Close()
-	next, err := s.e.Transition(r.Context(), runID, action, input, opts)
+	next, err := s.e.Submit(r.Context(), req)
 	if err != nil {
+		if sub != nil {
+			sub.Close()
+		}
 		return err
 	}
 	if next.Status() != protocol.StatusProcessing {
+		sub.Close()
 		writeFrame(w, http.StatusOK, s.e.Frame(next, c.base), next.ETag())
 		return nil
 	}
+	hb := time.NewTicker(s.opts.Heartbeat)
+	defer hb.Stop()
+	fl, err := s.e.Follow(r.Context(), engine.FollowRequest{RunID: req.RunID, Scope: c.wf, Base: c.base, From: next, Sub: sub,
+		Until: func(status string) bool { return status != protocol.StatusProcessing }, Heartbeat: hb.C, Stop: s.done})
+	if err != nil {
+		return err
+	}
 	w.Header().Set("ETag", next.ETag())
 	sw := newStreamWriter(w, http.StatusAccepted)
-	sw.json(protocol.StreamFrame{ID: next.Version, Frame: s.e.Frame(next, c.base)})
-	sw.last = next.Version
-	s.follow(r, sw, sub, next, c.base, func(status string) bool { return status != protocol.StatusProcessing })
+	s.writeFollow(r.Context(), sw, fl, req.RunID, c.base)
 	return nil
 }

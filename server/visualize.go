@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -20,38 +19,14 @@ import (
 // version it is pinned to; version= draws a stored version of the workflow.
 func (s *Server) visualize(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
-	wfID := q.Get("workflow_id")
-	if wfID == "" {
-		wfID = c.wf
+	def, run, err := s.e.Diagram(r.Context(), c.wf, q.Get("workflow_id"), q.Get("run_id"))
+	if err != nil {
+		return err
 	}
-	var run *engine.Run
-	if id := q.Get("run_id"); id != "" {
-		var err error
-		run, err = s.e.GetRun(r.Context(), id)
-		if err != nil {
+	if v := q.Get("version"); run == nil && v != "" {
+		if def, err = s.e.DefinitionAt(r.Context(), def.ID, v); err != nil {
 			return err
 		}
-		if wfID != "" && run.WorkflowID != wfID {
-			return protocol.Errorf(protocol.EInvalid, "Run %s belongs to workflow %q, not %q.", id, run.WorkflowID, wfID)
-		}
-		wfID = run.WorkflowID
-	}
-	def := s.e.Default()
-	if wfID != "" {
-		d, ok := s.e.Workflow(wfID)
-		if !ok {
-			return protocol.Errorf(protocol.ENotFound, "Workflow not found: %q is not served here. Served workflows: %s.", wfID, strings.Join(s.e.WorkflowIDs(), ", "))
-		}
-		def = d
-	}
-	if run != nil {
-		def = run.Def // the version the run is pinned to
-	} else if v := q.Get("version"); v != "" {
-		d, err := s.e.DefinitionAt(r.Context(), def.ID, v)
-		if err != nil {
-			return err
-		}
-		def = d
 	}
 	page := vizPage{Def: def, SVG: template.HTML(DiagramSVG(def, ""))}
 	for _, d := range s.e.Workflows() {

@@ -10,8 +10,12 @@
 // It behaves as the HTTP API does: the same frames (with hrefs under
 // BaseURL), the same *client.Error values with the statuses and hints a
 // server would answer, inputs and results passed through JSON, and streams
-// with the contract of (*client.Client).Stream. The shared test table of
-// package client runs against both backends.
+// with the contract of (*client.Client).Stream. It only translates: the
+// engine's use cases decide (Lookup, Submit in the documented order of
+// refusals, Follow), the same ones the HTTP API calls. The shared test
+// table of package client runs against both backends. NewWith sets the
+// base URL, the actor and the scopes (the server's /mcp endpoint drives
+// its engine this way, as the MCP request's principal).
 //
 // This package is opt-in: it imports the engine (workflow definitions,
 // expressions, metrics) and so pulls in what a server does. Programs that

@@ -26,22 +26,58 @@ const Actor = "local"
 // server: the embedded counterpart of *client.Client. It behaves as the
 // HTTP API does (same frames, same errors with the same statuses and hints,
 // inputs and results passed through JSON), so code and tests written
-// against client.Backend run unchanged. Background tasks run only while the
-// engine's workers run (engine.StartWorkers).
+// against client.Backend run unchanged: it translates, and the engine's
+// use cases (Lookup, Submit, Follow) decide. Background tasks run only
+// while the engine's workers run (engine.StartWorkers).
 type Client struct {
-	e    *engine.Engine
-	base string
+	e        *engine.Engine
+	base     string
+	actor    string
+	scopes   []string
+	maxDepth int
 }
 
 var _ client.Backend = (*Client)(nil)
 
+// Options qualify a Client. The zero value (or nil) means BaseURL, Actor
+// and every scope.
+type Options struct {
+	// Base is the base URL of the frames' hrefs (BaseURL when ""), which
+	// TransitionHref follows. The /mcp endpoint of a server gives the
+	// server's own base, so frames look as over HTTP.
+	Base string
+	// Actor is recorded on the runs the client drives (Actor when "").
+	Actor string
+	// Scopes are passed to row-bound tools as the caller's (nil = all).
+	Scopes []string
+	// MaxDepth bounds the nesting of inputs, as a server's MaxDepth does
+	// (0 = protocol's default).
+	MaxDepth int
+}
+
 // New returns a client.Backend that drives eng's workflows in-process.
-func New(eng *engine.Engine) *Client {
-	return &Client{e: eng, base: BaseURL}
+func New(eng *engine.Engine) *Client { return NewWith(eng, nil) }
+
+// NewWith is New with options.
+func NewWith(eng *engine.Engine, o *Options) *Client {
+	c := &Client{e: eng, base: BaseURL, actor: Actor}
+	if o != nil {
+		if o.Base != "" {
+			c.base = strings.TrimRight(o.Base, "/")
+		}
+		if o.Actor != "" {
+			c.actor = o.Actor
+		}
+		c.scopes, c.maxDepth = o.Scopes, o.MaxDepth
+	}
+	return c
 }
 
 // Engine returns the engine the backend drives.
 func (l *Client) Engine() *engine.Engine { return l.e }
+
+// BaseURL returns the base URL of the frames the client builds.
+func (l *Client) BaseURL() string { return l.base }
 
 func (l *Client) runFrame(r *engine.Run) *client.RunFrame {
 	return &client.RunFrame{Frame: jsonFrame(l.e.Frame(r, l.base)), ETag: r.ETag()}
@@ -58,7 +94,7 @@ func jsonFrame(f protocol.Frame) protocol.Frame {
 }
 
 // jsonInput passes input through JSON as the server would receive it.
-func jsonInput(input map[string]any) (map[string]any, error) {
+func jsonInput(input map[string]any, maxDepth int) (map[string]any, error) {
 	if input == nil {
 		return map[string]any{}, nil
 	}
@@ -66,7 +102,7 @@ func jsonInput(input map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid, Hint: "The input cannot be sent as JSON: " + err.Error()}
 	}
-	m, err := protocol.DecodeObject(b, 0)
+	m, err := protocol.DecodeObject(b, maxDepth)
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -95,11 +131,11 @@ func (l *Client) Workflows(ctx context.Context) ([]client.WorkflowInfo, error) {
 func (l *Client) StartRun(ctx context.Context, workflowID string, data map[string]any) (*client.RunFrame, error) {
 	if data != nil {
 		var err error
-		if data, err = jsonInput(data); err != nil {
+		if data, err = jsonInput(data, l.maxDepth); err != nil {
 			return nil, err
 		}
 	}
-	r, err := l.e.StartRun(ctx, workflowID, data, engine.StartOptions{Actor: Actor})
+	r, err := l.e.StartRun(ctx, workflowID, data, engine.StartOptions{Actor: l.actor})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -108,7 +144,7 @@ func (l *Client) StartRun(ctx context.Context, workflowID string, data map[strin
 
 // Frame returns the run's current frame.
 func (l *Client) Frame(ctx context.Context, runID string) (*client.RunFrame, error) {
-	r, err := l.e.GetRun(ctx, runID)
+	r, err := l.e.Lookup(ctx, runID, "")
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -117,7 +153,7 @@ func (l *Client) Frame(ctx context.Context, runID string) (*client.RunFrame, err
 
 // CLI returns the run's CLI object.
 func (l *Client) CLI(ctx context.Context, runID string) (protocol.CLI, error) {
-	r, err := l.e.GetRun(ctx, runID)
+	r, err := l.e.Lookup(ctx, runID, "")
 	if err != nil {
 		return protocol.CLI{}, fromProtocol(err)
 	}
@@ -126,26 +162,24 @@ func (l *Client) CLI(ctx context.Context, runID string) (protocol.CLI, error) {
 
 // Transition fires action on the run.
 func (l *Client) Transition(ctx context.Context, runID, action string, input map[string]any, opts *client.TransitionOptions) (*client.RunFrame, error) {
-	var ifMatch int64
-	if opts != nil && strings.TrimSpace(opts.IfMatch) != "" && strings.TrimSpace(opts.IfMatch) != "*" {
-		ifMatch = client.ParseETag(opts.IfMatch)
-		if ifMatch <= 0 {
-			return nil, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
-				Hint: fmt.Sprintf("If-Match must be the run's ETag, e.g. \"3\" (from the frame you acted on), not %q.", opts.IfMatch)}
-		}
+	return l.transition(ctx, "", runID, action, input, opts)
+}
+
+// transition submits a transition request to the engine (engine.Submit),
+// in the API scoped to scope ("" = the root).
+func (l *Client) transition(ctx context.Context, scope, runID, action string, input map[string]any, opts *client.TransitionOptions) (*client.RunFrame, error) {
+	req := engine.TransitionRequest{RunID: runID, Action: action, Actor: l.actor, Scope: scope, MaxDepth: l.maxDepth}
+	if opts != nil {
+		req.IfMatch = opts.IfMatch
 	}
-	r, err := l.e.GetRun(ctx, runID)
-	if err != nil {
-		return nil, fromProtocol(err)
+	if input == nil {
+		input = map[string]any{}
 	}
-	in, err := jsonInput(input)
-	if err != nil {
-		if oerr := l.e.CheckOffered(r, action); oerr != nil {
-			return nil, fromProtocol(oerr)
-		}
-		return nil, err
+	req.Body, req.BodyErr = json.Marshal(input)
+	if req.BodyErr != nil {
+		req.BodyErr = protocol.Errorf(protocol.EInvalid, "The input cannot be sent as JSON: %s", req.BodyErr.Error())
 	}
-	next, err := l.e.Transition(ctx, runID, action, in, engine.TransitionOptions{IfMatch: ifMatch, Actor: Actor})
+	next, err := l.e.Submit(ctx, req)
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -153,7 +187,9 @@ func (l *Client) Transition(ctx context.Context, runID, action string, input map
 }
 
 // TransitionHref follows an href of a frame this backend built: a
-// transition href, or a start href of the discovery frame.
+// transition href, or a start href of the discovery frame. It only reads
+// the href; the engine decides (a run of another workflow under
+// /w/{workflow_id}/ is not found there).
 func (l *Client) TransitionHref(ctx context.Context, href string, input map[string]any, opts *client.TransitionOptions) (*client.RunFrame, error) {
 	rest, ok := strings.CutPrefix(href, l.base)
 	if !ok {
@@ -175,17 +211,7 @@ func (l *Client) TransitionHref(ctx context.Context, href string, input map[stri
 	case len(segs) == 1 && segs[0] == "runs":
 		return l.StartRun(ctx, wf, input)
 	case len(segs) == 4 && segs[0] == "runs" && segs[2] == "transitions":
-		if wf != "" {
-			r, err := l.e.GetRun(ctx, segs[1])
-			if err != nil {
-				return nil, fromProtocol(err)
-			}
-			if r.WorkflowID != wf {
-				return nil, &client.Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
-					Hint: fmt.Sprintf("Run not found: run %s does not belong to workflow %q.", segs[1], wf)}
-			}
-		}
-		return l.Transition(ctx, segs[1], segs[3], input, opts)
+		return l.transition(ctx, wf, segs[1], segs[3], input, opts)
 	}
 	return nil, &client.Error{Status: http.StatusNotFound, Code: protocol.ENotFound,
 		Hint: fmt.Sprintf("No endpoint at POST %s. Follow a next_states href of a frame.", href)}
@@ -193,11 +219,11 @@ func (l *Client) TransitionHref(ctx context.Context, href string, input map[stri
 
 // InvokeTool calls a tool of the run's current state.
 func (l *Client) InvokeTool(ctx context.Context, runID, tool string, input map[string]any) (any, error) {
-	in, err := jsonInput(input)
+	in, err := jsonInput(input, l.maxDepth)
 	if err != nil {
 		return nil, err
 	}
-	res, err := l.e.InvokeTool(ctx, runID, tool, in, engine.ToolOptions{Actor: Actor})
+	res, err := l.e.InvokeTool(ctx, runID, tool, in, engine.ToolOptions{Actor: l.actor, Scopes: l.scopes})
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -219,7 +245,7 @@ func (l *Client) Resource(ctx context.Context, runID, path string) (*client.Cont
 
 // Events returns the run's history.
 func (l *Client) Events(ctx context.Context, runID string) (*client.EventLog, error) {
-	r, err := l.e.GetRun(ctx, runID)
+	r, err := l.e.Lookup(ctx, runID, "")
 	if err != nil {
 		return nil, fromProtocol(err)
 	}
@@ -245,26 +271,56 @@ func (l *Client) Events(ctx context.Context, runID string) (*client.EventLog, er
 // Stream follows the run in-process, with the contract of
 // (*client.Client).Stream: the current frame (or every frame after
 // opts.LastEventID), then a frame per change and progress reports, until a
-// terminal frame. A subscriber
-// that falls too far behind catches up from the event log by itself. The
-// embedded stream sends no heartbeats and no end lines.
+// terminal frame. It yields what the engine's follow of the run yields
+// (engine.Follow); a subscriber that falls too far behind is cut off and
+// resumes from the event log by itself. The embedded stream sends no
+// heartbeats and no end lines.
 func (l *Client) Stream(ctx context.Context, runID string, opts *client.StreamOptions) iter.Seq2[client.StreamItem, error] {
 	o := opts.WithDefaults()
 	return func(yield func(client.StreamItem, error) bool) {
 		last, resume := o.LastEventID, o.LastEventID > 0
 		failures := 0
 		for {
-			sub := l.e.Hub().Subscribe(runID)
-			before := last
-			done, err := l.follow(ctx, runID, sub, &last, &resume, yield)
-			sub.Close()
-			if done {
-				return
-			}
+			fl, err := l.e.Follow(ctx, engine.FollowRequest{RunID: runID, Base: l.base, After: last, Resume: resume})
 			if err != nil {
-				yield(client.StreamItem{}, err)
+				yield(client.StreamItem{}, fromProtocol(err))
 				return
 			}
+			before := last
+			var ended *engine.FollowEnd
+			stopped := false
+			for it := range fl.Items(ctx) {
+				switch {
+				case it.End != nil:
+					ended = it.End
+				case it.Progress != nil:
+					stopped = !yield(client.StreamItem{Progress: it.Progress}, nil)
+				case it.Frame != nil:
+					f, err := it.Frame.Frame()
+					if err != nil {
+						yield(client.StreamItem{}, fromProtocol(err))
+						return
+					}
+					last, resume = it.ID, true
+					stopped = !yield(client.StreamItem{Frame: &protocol.StreamFrame{ID: it.ID, Frame: jsonFrame(f)}}, nil)
+				}
+				if stopped || ended != nil {
+					break
+				}
+			}
+			switch {
+			case stopped:
+				return
+			case ended != nil && ended.Reason == engine.EndError:
+				yield(client.StreamItem{}, fromProtocol(ended.Err))
+				return
+			case ended == nil:
+				if err := ctx.Err(); err != nil {
+					yield(client.StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, err))
+				}
+				return // the run ended
+			}
+			// Cut off or closed: resubscribe and catch up.
 			if last > before {
 				failures = 0 // it delivered: a drop of a slow reader, not a failure
 			}
@@ -279,99 +335,4 @@ func (l *Client) Stream(ctx context.Context, runID string, opts *client.StreamOp
 			}
 		}
 	}
-}
-
-// follow serves one subscription. done reports that the stream is over (the
-// run ended, the consumer stopped, or an error was yielded).
-func (l *Client) follow(ctx context.Context, runID string, sub *engine.Subscription, last *int64, resume *bool, yield func(client.StreamItem, error) bool) (done bool, err error) {
-	r, err := l.e.GetRun(ctx, runID)
-	if err != nil {
-		return false, fromProtocol(err)
-	}
-	if *resume && *last > r.Version {
-		return false, &client.Error{Status: http.StatusBadRequest, Code: protocol.EInvalid,
-			Hint: fmt.Sprintf("Last-Event-ID %d is ahead of the run (its last event is %d); reconnect without it.", *last, r.Version)}
-	}
-	emit := func(f protocol.Frame, id int64) bool {
-		*last, *resume = id, true
-		return yield(client.StreamItem{Frame: &protocol.StreamFrame{ID: id, Frame: jsonFrame(f)}}, nil) && !protocol.Terminal(f.Status)
-	}
-	catchUp := func() (bool, error) {
-		replay := l.e.NewReplay(r.Def, l.base)
-		for {
-			evs, err := l.e.Events(ctx, runID, *last, 100)
-			if err != nil {
-				return true, fromProtocol(err)
-			}
-			if len(evs) == 0 {
-				return false, nil
-			}
-			for i := range evs {
-				l.e.FollowVersion(ctx, r, &evs[i])
-				replay.Follow(r.Def)
-				f, err := replay.Frame(&evs[i])
-				if err != nil {
-					return true, fromProtocol(err)
-				}
-				if !emit(f, evs[i].Seq) {
-					return true, nil
-				}
-			}
-		}
-	}
-	if *resume {
-		if stop, err := catchUp(); stop || err != nil {
-			return true, errOrYield(err, yield)
-		}
-	} else if !emit(l.e.Frame(r, l.base), r.Version) {
-		return true, nil
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			yield(client.StreamItem{}, fmt.Errorf("stream of run %s: %w", runID, ctx.Err()))
-			return true, nil
-		case m, ok := <-sub.C:
-			if !ok {
-				return false, nil // dropped or closed: resubscribe and catch up
-			}
-			if m.Progress != nil {
-				p := *m.Progress
-				if p.ID < *last {
-					p.ID = *last
-				}
-				if !yield(client.StreamItem{Progress: &p}, nil) {
-					return true, nil
-				}
-				continue
-			}
-			ev := m.Event
-			if ev == nil || ev.Seq <= *last {
-				continue
-			}
-			if ev.Seq > *last+1 {
-				if stop, err := catchUp(); stop || err != nil {
-					return true, errOrYield(err, yield)
-				}
-				continue
-			}
-			l.e.FollowVersion(ctx, r, ev)
-			f, err := l.e.EventFrame(r.Def, ev, l.base)
-			if err != nil {
-				yield(client.StreamItem{}, fromProtocol(err))
-				return true, nil
-			}
-			if !emit(f, ev.Seq) {
-				return true, nil
-			}
-		}
-	}
-}
-
-// errOrYield yields err (when not nil) and returns nil, so the caller ends.
-func errOrYield(err error, yield func(client.StreamItem, error) bool) error {
-	if err != nil {
-		yield(client.StreamItem{}, err)
-	}
-	return nil
 }

@@ -44,3 +44,9 @@ func roundTrip(v any) (any, error) {
 	}
 	return protocol.DecodeValue(b, 0)
 }
+
+// ClientError returns err as client.Backend's implementations return a
+// refusal: a *protocol.Error becomes the *client.Error the HTTP client
+// would have decoded from the server's answer (same status, code, hint and
+// fields). nil stays nil.
+func ClientError(err error) error { return fromProtocol(err) }

@@ -366,12 +366,14 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		MaxStreamsPerClient: f.maxStreams,
 		Ready:               ledgerReady(ledger),
 		AllowExec:           executor != nil,
+		LedgerSize:          st.LedgerSize,
 	}
 	var mcpHandler *mcpbridge.Handler
 	opts.MCP = func(s *server.Server) http.Handler {
 		mcpHandler = mcpbridge.NewHandler(s, mcpbridge.HTTPOptions{
 			Options: mcpbridge.Options{Logger: log, Rows: f.mcpRows}, Base: s.BaseURL,
 			Ledger: ledger.Handler(), Poll: f.mcpPoll, MaxBody: f.maxBody, AllowExec: executor != nil,
+			Engine: eng, MaxDepth: f.maxDepth, // run tools drive the engine in-process
 		})
 		return mcpHandler
 	}

@@ -144,12 +144,18 @@ func RequireScope(r *http.Request, scope string) error {
 	if scope == "" {
 		return nil
 	}
-	p := auth.FromContext(r.Context())
-	if p.Has(scope) {
+	return CheckScope(auth.FromContext(r.Context()), r.Method, r.URL.Path, scope)
+}
+
+// CheckScope is RequireScope for a caller already authenticated (the MCP
+// endpoint's in-process calls): nil when p holds scope, else the 403 of
+// the route method path.
+func CheckScope(p auth.Principal, method, path, scope string) error {
+	if scope == "" || p.Has(scope) {
 		return nil
 	}
 	return protocol.Errorf(protocol.EForbidden, "%s %s needs the %q scope, which %q does not hold; use a token with it.",
-		r.Method, protocol.Truncate(r.URL.Path, 200), scope, p.Name).With("scope", scope)
+		method, protocol.Truncate(path, 200), scope, p.Name).With("scope", scope)
 }
 
 // methodNotAllowed sets the Allow header to methods and returns the 405

@@ -1,10 +1,15 @@
 // Package mcpbridge serves ASMP workflows and OIP directory rows to Model
 // Context Protocol hosts (SPEC section 15). One implementation backs both
-// transports: `asmp mcp` (stdio, talking to an asmp server over HTTP) and
-// `/mcp` of `asmp serve` (MCP's streamable HTTP transport, talking to the
-// same server in-process through its own handler, with the caller's
-// token). Every request the bridge makes goes through client.Client, so
-// the server's authentication, scopes and refusals apply unchanged.
+// transports: `asmp mcp` (stdio, talking to an asmp server over HTTP
+// through client.Client) and `/mcp` of `asmp serve` (MCP's streamable
+// HTTP transport). A /mcp session drives runs through the engine
+// in-process, with the same backend as the SDK's in-process client
+// (client/embedded): the MCP request was authenticated and limited once
+// at the edge, its principal is carried in, and each write is checked
+// against its scope with the edge's own check; its ledger tools (row
+// tools, dispatch, receipts) call the ledger's own handler as that
+// principal, whose routes check their scopes. Either way the engine's and
+// the ledger's refusals apply unchanged.
 //
 // A session has static tools (asmp_list_workflows, asmp_start_run,
 // asmp_get_run, asmp_transition, asmp_invoke, asmp_dispatch,
@@ -110,10 +115,22 @@ const instructions = `This server drives ASMP workflows: finite state machines w
 Start a run with asmp_start_run (or pick one up with asmp_get_run): the run's offered actions then appear as tools named by the action, and its stage tools as tool_<name>; the list changes with the run's state (notifications/tools/list_changed).
 A refused call answers isError with the server's hint: read it and choose again. Directory rows are tools too (row_<key>): a call records an invocation in the OIP ledger and answers the exact argv.`
 
-// session is one MCP session: its server, the asmp client it talks
-// through, its current run and the tools it registered for it.
+// runBackend is what a session's run tools drive: client.Backend, and
+// the bounds and skills its frames name. `asmp mcp` drives a server over
+// HTTP (*client.Client); /mcp drives the engine in-process through the
+// SDK's in-process backend (engineRuns).
+type runBackend interface {
+	client.Backend
+	Constraints(ctx context.Context, frame protocol.Frame) (client.Constraints, error)
+	Skill(ctx context.Context, rawURL string) (*client.Content, error)
+}
+
+// session is one MCP session: its server, what it drives runs through
+// and the asmp client of the ledger, its current run and the tools it
+// registered for it.
 type session struct {
-	c    *client.Client
+	runs runBackend     // runs, frames, transitions, stage tools
+	c    *client.Client // the OIP ledger: dispatch, invocations, receipts, the directory
 	opts Options
 	srv  *mcp.Server
 	log  *slog.Logger
@@ -126,9 +143,11 @@ type session struct {
 	mu      sync.Mutex // guards the fields below
 	runID   string
 	frame   *protocol.Frame
-	dyn     []string // dynamic tool names registered
-	res     []string // resource URIs registered for the current run
-	prompt  []string // prompt names registered
+	dyn     []string          // dynamic tool names registered
+	dynFP   map[string]string // registered dynamic tool -> its definition as JSON
+	runRes  string            // the current run's resource as registered, as JSON
+	res     []string          // resource URIs registered for the current run
+	prompt  []string          // prompt names registered
 	rowSet  map[string]wire.DirectoryRow
 	rowFP   string
 	stopW   func() // ends the directory subscription
@@ -136,10 +155,11 @@ type session struct {
 	closed  bool
 }
 
-// newSession builds the MCP server of one session over c. rows, when not
-// nil, is the directory the session's row tools follow.
-func newSession(c *client.Client, opts Options, rows *watcher) *session {
-	s := &session{c: c, opts: opts, log: opts.Logger, rows: rows, rowSet: map[string]wire.DirectoryRow{}}
+// newSession builds the MCP server of one session driving runs through
+// runs and the ledger through c. rows, when not nil, is the directory the
+// session's row tools follow.
+func newSession(runs runBackend, c *client.Client, opts Options, rows *watcher) *session {
+	s := &session{runs: runs, c: c, opts: opts, log: opts.Logger, rows: rows, rowSet: map[string]wire.DirectoryRow{}}
 	s.srv = mcp.NewServer(implementation, &mcp.ServerOptions{
 		Instructions:              instructions,
 		InitializedHandler:        s.initialized,
@@ -150,6 +170,7 @@ func newSession(c *client.Client, opts Options, rows *watcher) *session {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
 	})
+	s.srv.AddReceivingMiddleware(s.unknownTools)
 	s.addStatic()
 	s.addTemplates()
 	if rows != nil {
@@ -293,7 +314,7 @@ func (s *session) addStatic() {
 		if err := decodeArgs(ToolListWorkflows, args, &struct{}{}); err != nil {
 			return nil, "", err
 		}
-		wfs, err := s.c.Workflows(ctx)
+		wfs, err := s.runs.Workflows(ctx)
 		if err != nil {
 			return nil, "", err
 		}
@@ -319,7 +340,7 @@ func (s *session) addStatic() {
 		if err := decodeArgs(ToolStartRun, args, &a); err != nil {
 			return nil, "", err
 		}
-		f, err := s.c.StartRun(ctx, a.WorkflowID, normalize(a.Data))
+		f, err := s.runs.StartRun(ctx, a.WorkflowID, normalize(a.Data))
 		if err != nil {
 			return nil, "", err
 		}
@@ -338,7 +359,7 @@ func (s *session) addStatic() {
 		if err := decodeArgs(ToolGetRun, args, &a); err != nil {
 			return nil, "", err
 		}
-		f, err := s.c.Frame(ctx, a.RunID)
+		f, err := s.runs.Frame(ctx, a.RunID)
 		if err != nil {
 			return nil, "", err
 		}
@@ -361,7 +382,7 @@ func (s *session) addStatic() {
 		if err := decodeArgs(ToolTransition, args, &a); err != nil {
 			return nil, "", err
 		}
-		f, err := s.c.Transition(ctx, a.RunID, a.Action, normalize(a.Data), nil)
+		f, err := s.runs.Transition(ctx, a.RunID, a.Action, normalize(a.Data), nil)
 		if err != nil {
 			s.refreshIfCurrent(ctx, a.RunID)
 			return nil, "", err
@@ -384,7 +405,7 @@ func (s *session) addStatic() {
 		if err := decodeArgs(ToolInvoke, args, &a); err != nil {
 			return nil, "", err
 		}
-		res, err := s.c.InvokeTool(ctx, a.RunID, a.Tool, normalize(a.Input))
+		res, err := s.runs.InvokeTool(ctx, a.RunID, a.Tool, normalize(a.Input))
 		if err != nil {
 			return nil, "", err
 		}
@@ -475,7 +496,7 @@ func (s *session) show(ctx context.Context, f *protocol.Frame, withCLI bool) (an
 	var cli protocol.CLI
 	var cliErr error
 	if !protocol.Terminal(f.Status) || withCLI {
-		cli, cliErr = s.c.CLI(ctx, f.RunID)
+		cli, cliErr = s.runs.CLI(ctx, f.RunID)
 	}
 	view := runView{Frame: f}
 	if withCLI && cliErr == nil {
@@ -522,8 +543,8 @@ func (s *session) refreshIfCurrent(ctx context.Context, runID string) {
 	if !current {
 		return
 	}
-	if f, err := s.c.Frame(ctx, runID); err == nil {
-		cli, _ := s.c.CLI(ctx, runID)
+	if f, err := s.runs.Frame(ctx, runID); err == nil {
+		cli, _ := s.runs.CLI(ctx, runID)
 		s.syncRun(ctx, &f.Frame, cli)
 	}
 }
@@ -538,7 +559,7 @@ func (s *session) settle(ctx context.Context, req *mcp.CallToolRequest, f *proto
 	token := req.Params.GetProgressToken()
 	last := f
 	var done float64
-	for item, err := range s.c.Stream(ctx, f.RunID, nil) {
+	for item, err := range s.runs.Stream(ctx, f.RunID, nil) {
 		if err != nil {
 			break
 		}
@@ -559,7 +580,7 @@ func (s *session) settle(ctx context.Context, req *mcp.CallToolRequest, f *proto
 	}
 	if last.Status == protocol.StatusProcessing {
 		// The stream ended first: the current frame is the truth.
-		if rf, err := s.c.Frame(context.WithoutCancel(ctx), f.RunID); err == nil {
+		if rf, err := s.runs.Frame(context.WithoutCancel(ctx), f.RunID); err == nil {
 			last = &rf.Frame
 		}
 	}
@@ -600,7 +621,7 @@ func (s *session) syncRun(ctx context.Context, f *protocol.Frame, cli protocol.C
 
 	var defs []client.ToolDef
 	if !protocol.Terminal(f.Status) {
-		cons, err := s.c.Constraints(ctx, *f)
+		cons, err := s.runs.Constraints(ctx, *f)
 		if err != nil {
 			s.log.Warn("the run's workflow version could not be read: its tools' schemas lack the fields' bounds", "run", f.RunID, "err", err)
 		}
@@ -632,14 +653,25 @@ func (s *session) syncRun(ctx context.Context, f *protocol.Frame, cli protocol.C
 			gone = append(gone, n)
 		}
 	}
+	s.mu.Lock()
+	fps := s.dynFP
+	s.mu.Unlock()
+	next := make(map[string]string, len(tools))
 	if len(gone) > 0 {
 		s.srv.RemoveTools(gone...)
 	}
 	for _, t := range tools {
+		// A tool registered as it is now is left alone: adding it again
+		// would tell the client the list changed when it did not.
+		b, _ := json.Marshal(t)
+		next[t.Name] = string(b)
+		if fps[t.Name] == string(b) {
+			continue
+		}
 		s.srv.AddTool(t, s.dynamicHandler(t.Name))
 	}
 	s.mu.Lock()
-	s.dyn = names
+	s.dyn, s.dynFP = names, next
 	s.mu.Unlock()
 	s.syncRunResources(ctx, f)
 	return names
@@ -657,7 +689,7 @@ func (s *session) dynamicHandler(name string) mcp.ToolHandler {
 		if f == nil {
 			return nil, "", refusal(404, "No current run: start one with %s or pick one with %s.", ToolStartRun, ToolGetRun)
 		}
-		res, err := s.c.Call(ctx, *f, name, args)
+		res, err := client.CallOn(ctx, s.runs, *f, name, args)
 		if err != nil {
 			s.refreshIfCurrent(ctx, f.RunID)
 			return nil, "", err
@@ -667,6 +699,41 @@ func (s *session) dynamicHandler(name string) mcp.ToolHandler {
 		}
 		return s.moved(ctx, req, &res.Frame.Frame)
 	})
+}
+
+// unknownTools answers a tools/call of a name the session does not offer
+// now (an action of an earlier state, a tool of another run, a typo) as
+// the dynamic tools answer a refusal: an isError result with the hint
+// (what is offered now), not the SDK's JSON-RPC error without one. A host
+// that called a tool it listed a moment ago reads why it is gone.
+func (s *session) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		call, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil || s.offers(call.Params.Name) {
+			return next(ctx, method, req)
+		}
+		s.mu.Lock()
+		current := s.frame != nil
+		s.mu.Unlock()
+		if !current {
+			return errorResult(refusal(404, "No tool %q here: no run is current, so no action tools are offered. Start one with %s or pick one with %s; the other tools are in tools/list.",
+				call.Params.Name, ToolStartRun, ToolGetRun)), nil
+		}
+		// The current run's frame decides: what it offers is called, any
+		// other name is refused with the tools it offers now (client.Call).
+		return s.dynamicHandler(call.Params.Name)(ctx, call)
+	}
+}
+
+// offers reports whether name is one of the session's tools now.
+func (s *session) offers(name string) bool {
+	if slices.Contains(staticTools, name) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, row := s.rowSet[name]
+	return row || slices.Contains(s.dyn, name)
 }
 
 // CheckRows refuses a row glob (Options.Rows) that path.Match cannot

@@ -695,9 +695,58 @@ func TestMCPRefusesForeignOrigins(t *testing.T) {
 		}
 	}
 	// The same request without a foreign origin starts a session.
-	if status, hdr, b := postMCP(t, url, initialize, "Authorization", "Bearer "+agentToken); status != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
+	status, hdr, b := postMCP(t, url, initialize, "Authorization", "Bearer "+agentToken)
+	if status != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize: %d %s", status, b)
 	}
+	// GET (the notification stream) is refused to a foreign origin too
+	// (MCP 2025-11-25: 403), before it reaches the session.
+	get := func(headers ...string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest("GET", url+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+agentToken)
+		req.Header.Set("Mcp-Session-Id", hdr.Get("Mcp-Session-Id"))
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			return resp.StatusCode, resp.Header, nil // a stream: not read
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	for _, hd := range [][]string{{"Origin", "http://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
+		status, h, b := get(hd...)
+		if status != http.StatusForbidden {
+			t.Fatalf("GET /mcp %v: %d, want 403", hd, status)
+		}
+		if hint := jsonHint(t, h, b); !strings.Contains(hint, "--allow-origin") {
+			t.Fatalf("GET /mcp %v: the hint does not name --allow-origin: %q", hd, hint)
+		}
+	}
+	if status, _, _ := get("Origin", url); status == http.StatusForbidden {
+		t.Fatalf("GET /mcp from the server's own origin: %d", status)
+	}
+}
+
+// A tool that is not offered now (an action of another state, a name
+// never offered) is an isError result with the hint of what is offered,
+// like every refusal, not a JSON-RPC error without one.
+func TestToolNotOfferedNowIsARefusalWithHint(t *testing.T) {
+	eachTransport(t, agentToken, func(t *testing.T, c *conn, _ string) {
+		c.refused("confirm", map[string]any{}, "confirm", "no run is current", "asmp_start_run")
+		c.step("asmp_start_run", map[string]any{"workflow_id": "config-wizard-v1"})
+		c.refused("confirm", map[string]any{}, `No tool "confirm" in state INITIAL`, "exit, start")
+		c.refused("no_such_tool", nil, "no_such_tool", "exit, start")
+		c.step("start", map[string]any{})
+	})
 }
 
 // Arguments outside a static tool's schema are refused with a hint.
@@ -776,6 +825,60 @@ func TestMalformedRowGlobIsRefused(t *testing.T) {
 		flag := args[len(args)-2]
 		if err == nil || !strings.Contains(string(out), flag+`: the row glob "echo-[" is malformed`) {
 			t.Fatalf("asmp %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// /mcp drives the engine in-process: a session's run tools make no HTTP
+// request of their own (none reaches the edge's routes, so none is
+// authenticated, limited or logged again), and the runs they move record
+// the MCP request's principal as their actor.
+func TestHTTPSessionsDriveTheEngineInProcess(t *testing.T) {
+	url := theServer(t)
+	routeCount := func() map[string]string {
+		req, _ := http.NewRequest("GET", url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "asmp_http_requests_total{") {
+				k, v, _ := strings.Cut(line, "} ")
+				out[k] = v
+			}
+		}
+		return out
+	}
+	before := routeCount()
+	c := connect(t, transports[1].make(t, url, agentToken)) // http
+	sc := c.step("asmp_start_run", map[string]any{"workflow_id": "config-wizard-v1"})
+	run := frame(sc)["run_id"].(string)
+	c.step("start", map[string]any{})
+	c.step("save", map[string]any{"value": "dark"})
+	c.ok("asmp_get_run", map[string]any{"run_id": run})
+	// The ledger tools call the ledger as the session's principal, in-process too.
+	rc := structured(t, c.call("row_echo-v1", map[string]any{"words": []any{"hi"}}))
+	if r, _ := rc["receipt"].(map[string]any); r == nil || r["inv_ID"] == nil {
+		t.Fatalf("row tool: %v", rc)
+	}
+	c.refused("asmp_receipt", map[string]any{"inv_ID": "no-such-inv"}, "")
+	after := routeCount()
+	for k, v := range after {
+		if strings.HasSuffix(k, ` /mcp"`) || strings.Contains(k, `route="GET /metrics"`) {
+			continue
+		}
+		if before[k] != v {
+			t.Errorf("an MCP session made HTTP requests of the API: %s went from %q to %s", k, before[k], v)
+		}
+	}
+	evs := httpDo(t, url, adminToken, "GET", "/runs/"+run+"/events", nil)["events"].([]any)
+	for _, ev := range evs {
+		if a := ev.(map[string]any)["actor"]; a != "agent" {
+			t.Fatalf("an event of the MCP session's run has actor %v, want agent: %v", a, ev)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (s *session) read(ctx context.Context, uri string) (text, mime string, err 
 			return "", "", refusal(404, "No run in %s.", uri)
 		}
 		if sub == "" {
-			f, err := s.c.Frame(ctx, id)
+			f, err := s.runs.Frame(ctx, id)
 			if err != nil {
 				return "", "", err
 			}
@@ -81,7 +81,7 @@ func (s *session) read(ctx context.Context, uri string) (text, mime string, err 
 		if p, err = url.PathUnescape(p); err != nil {
 			return "", "", refusal(404, "No resource at %s.", uri)
 		}
-		c, err := s.c.Resource(ctx, id, p)
+		c, err := s.runs.Resource(ctx, id, p)
 		if err != nil {
 			return "", "", err
 		}
@@ -120,10 +120,12 @@ func (s *session) syncRunResources(ctx context.Context, f *protocol.Frame) {
 			res = append(res, &mcp.Resource{URI: u, Name: name, MIMEType: r.MimeType, Description: "A resource of state " + f.State + "."})
 		}
 	}
+	runRes, _ := json.Marshal(res[0])
 	s.mu.Lock()
 	old := s.res
 	oldPrompts := s.prompt
-	s.res = uris
+	oldRunRes := s.runRes
+	s.res, s.runRes = uris, string(runRes)
 	s.mu.Unlock()
 	var gone []string
 	for _, u := range old {
@@ -135,7 +137,7 @@ func (s *session) syncRunResources(ctx context.Context, f *protocol.Frame) {
 		s.srv.RemoveResources(gone...)
 	}
 	for i, r := range res {
-		if !slices.Contains(old, uris[i]) || i == 0 {
+		if !slices.Contains(old, uris[i]) || (i == 0 && oldRunRes != string(runRes)) {
 			s.srv.AddResource(r, s.readResource)
 		}
 	}
@@ -148,7 +150,7 @@ func (s *session) syncRunResources(ctx context.Context, f *protocol.Frame) {
 		s.srv.AddPrompt(&mcp.Prompt{Name: name, Title: sk.Name, Description: strings.TrimSpace("The skill of state " + f.State + ". " + sk.ContextSummary)},
 			func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				ctx = withCaller(ctx, req.Extra)
-				c, err := s.c.Skill(ctx, skill.URL)
+				c, err := s.runs.Skill(ctx, skill.URL)
 				if err != nil {
 					return nil, fmt.Errorf("skill %s: %s", skill.Name, client.HintOf(err))
 				}

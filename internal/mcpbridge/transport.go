@@ -14,6 +14,7 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
@@ -28,7 +29,7 @@ func Serve(ctx context.Context, c *client.Client, opts *Options, poll time.Durat
 	defer cancel()
 	w := newWatcher(c, poll, o.Logger)
 	w.start(ctx)
-	s := newSession(c, o, w)
+	s := newSession(c, c, o, w)
 	defer s.close()
 	if o.Execute == nil {
 		s.gate = &execGate{c: c, log: o.Logger}
@@ -72,9 +73,20 @@ type HTTPOptions struct {
 	// MaxBody bounds an MCP request body in bytes (0 = the SDK's 4 MiB).
 	MaxBody int64
 	// AllowExec says the server executes invocations (--allow-exec): row
-	// tools then ask to execute for a session whose principal holds the
-	// exec scope, unless Options.Execute decides otherwise.
+	// tools then ask to execute for a session whose principal may
+	// (auth.MayExecute), unless Options.Execute decides otherwise.
 	AllowExec bool
+	// Engine, when set, is the server's engine: the sessions' run tools
+	// drive it in-process through the SDK's in-process backend
+	// (client/embedded), with the principal of the MCP request, which the
+	// edge authenticated and limited once; each write is checked against
+	// its scope as the edge checks it. With Ledger set too, the ledger
+	// tools call Ledger as that principal (its routes check their scopes),
+	// not the server's handler. nil: both call the server's handler with
+	// the request's token.
+	Engine *engine.Engine
+	// MaxDepth bounds the nesting of run inputs, as the server's does.
+	MaxDepth int
 }
 
 // Handler answers MCP's streamable HTTP transport for an asmp server:
@@ -186,10 +198,17 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 	}
 	o := h.o.Options
 	if h.o.Execute == nil {
-		o.Execute = func(context.Context) bool { return h.o.AllowExec && p.Has(auth.ScopeExec) }
+		o.Execute = func(context.Context) bool { return auth.MayExecute(h.o.AllowExec, p) }
 	}
 	hc := &http.Client{Transport: &inproc{h: h.target, host: r.Host, remote: r.RemoteAddr, tls: r.TLS,
 		auth: r.Header.Get("Authorization"), fwd: forwarded(r.Header)}}
+	if h.o.Engine != nil && h.o.Ledger != nil {
+		// In-process: the ledger's own handler, which checks each route's
+		// scope against the principal in the request's context, carried
+		// in here; the edge authenticated and limited the MCP request
+		// once already.
+		hc = &http.Client{Transport: &inproc{h: asPrincipal(h.o.Ledger, p), host: r.Host, remote: r.RemoteAddr, tls: r.TLS}}
+	}
 	c, err := client.New(base, &client.Options{HTTPClient: hc, UserAgent: "asmp-mcp"})
 	if err != nil {
 		h.o.Logger.Error("the MCP bridge cannot build its client", "base", base, "err", err)
@@ -203,9 +222,22 @@ func (h *Handler) newSession(r *http.Request, p auth.Principal) *session {
 		rows = newWatcher(c, h.o.Poll, h.o.Logger)
 	}
 	rows.start(ctx)
-	s := newSession(c, o, rows)
+	var runs runBackend = c
+	if h.o.Engine != nil {
+		runs = newEngineRuns(h.o.Engine, base, p, h.o.MaxDepth)
+	}
+	s := newSession(runs, c, o, rows)
 	s.addOnClose(stop)
 	return s
+}
+
+// asPrincipal serves h as principal p: the request's context carries p,
+// and any Authorization it has is dropped.
+func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Authorization")
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
 }
 
 func forwarded(h http.Header) http.Header {

@@ -50,19 +50,20 @@ type Cache struct {
 // New returns an empty cache of e's answers.
 func New(e *engine.Engine) *Cache { return &Cache{e: e} }
 
-// Frame returns the encoded State Frame of run runID for the base URL
-// base, from the cache when the run has not changed since it was last
-// encoded for that base.
-func (c *Cache) Frame(ctx context.Context, runID, base string) (*Answer, error) {
-	return c.answer(ctx, &c.frames, runID, base, func(r *engine.Run) ([]byte, error) {
+// Frame returns the encoded State Frame of run runID, as a caller in scope
+// sees it (engine.Lookup), for the base URL base, from the cache when the
+// run has not changed since it was last encoded for that base.
+func (c *Cache) Frame(ctx context.Context, runID, scope, base string) (*Answer, error) {
+	return c.answer(ctx, &c.frames, runID, scope, base, func(r *engine.Run) ([]byte, error) {
 		return c.e.Frame(r, base).AppendJSON(nil)
 	})
 }
 
-// CLI returns the encoded CLI object of run runID, from the cache when the
-// run has not changed since it was last encoded.
-func (c *Cache) CLI(ctx context.Context, runID string) (*Answer, error) {
-	return c.answer(ctx, &c.clis, runID, "", func(r *engine.Run) ([]byte, error) {
+// CLI returns the encoded CLI object of run runID as a caller in scope
+// sees it, from the cache when the run has not changed since it was last
+// encoded.
+func (c *Cache) CLI(ctx context.Context, runID, scope string) (*Answer, error) {
+	return c.answer(ctx, &c.clis, runID, scope, "", func(r *engine.Run) ([]byte, error) {
 		return c.e.CLI(r).AppendJSON(nil)
 	})
 }
@@ -76,8 +77,8 @@ func (c *Cache) Forget(runID string) {
 
 // answer reads run runID and returns its answer from a, or encodes it (and
 // keeps it when the run's state is pure).
-func (c *Cache) answer(ctx context.Context, a *answers, runID, base string, encode func(*engine.Run) ([]byte, error)) (*Answer, error) {
-	sr, err := c.e.StoredRun(ctx, runID)
+func (c *Cache) answer(ctx context.Context, a *answers, runID, scope, base string, encode func(*engine.Run) ([]byte, error)) (*Answer, error) {
+	sr, err := c.e.LookupStored(ctx, runID, scope)
 	if err != nil {
 		return nil, err
 	}

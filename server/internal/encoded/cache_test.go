@@ -43,51 +43,51 @@ func TestFrameFollowsVersionAndBase(t *testing.T) {
 	}
 	c := encoded.New(e)
 	const a, b = "http://a.example", "http://b.example"
-	f1, err := c.Frame(ctx, r.ID, a)
+	f1, err := c.Frame(ctx, r.ID, "", a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := c.Frame(ctx, r.ID, a); again != f1 {
+	if again, _ := c.Frame(ctx, r.ID, "", a); again != f1 {
 		t.Error("an unchanged run's frame was encoded again instead of reused")
 	}
 	if fr := decodeFrame(t, f1); fr.State != "INITIAL" || f1.ETag != `"1"` || !strings.HasPrefix(fr.Links["self"].Href, a+"/runs/") {
 		t.Fatalf("first frame: %+v etag %s", fr, f1.ETag)
 	}
-	if fb, _ := c.Frame(ctx, r.ID, b); !strings.HasPrefix(decodeFrame(t, fb).Links["self"].Href, b+"/runs/") {
+	if fb, _ := c.Frame(ctx, r.ID, "", b); !strings.HasPrefix(decodeFrame(t, fb).Links["self"].Href, b+"/runs/") {
 		t.Fatalf("frame for another base URL kept the first base: %s", fb.Body)
 	}
 	if _, err := e.Transition(ctx, r.ID, "start", nil, engine.TransitionOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f2, err := c.Frame(ctx, r.ID, a)
+	f2, err := c.Frame(ctx, r.ID, "", a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fr := decodeFrame(t, f2); fr.State != "CONFIGURE" || f2.ETag != `"2"` {
 		t.Fatalf("after a transition: state %s etag %s", fr.State, f2.ETag)
 	}
-	if _, err := c.Frame(ctx, "no-such-run", a); protocol.ErrorCode(err) != protocol.ENotFound {
+	if _, err := c.Frame(ctx, "no-such-run", "", a); protocol.ErrorCode(err) != protocol.ENotFound {
 		t.Fatalf("unknown run: %v", err)
 	}
 	// The CLI object likewise.
-	c1, err := c.CLI(ctx, r.ID)
+	c1, err := c.CLI(ctx, r.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := c.CLI(ctx, r.ID); again != c1 {
+	if again, _ := c.CLI(ctx, r.ID, ""); again != c1 {
 		t.Error("an unchanged run's CLI object was encoded again instead of reused")
 	}
 	if _, err := e.Transition(ctx, r.ID, "save", map[string]any{"value": "v"}, engine.TransitionOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := c.CLI(ctx, r.ID)
+	c2, err := c.CLI(ctx, r.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c2.ETag != `"3"` || bytes.Equal(c1.Body, c2.Body) {
 		t.Fatalf("CLI object after a transition: etag %s, body %s", c2.ETag, c2.Body)
 	}
-	if _, err := c.CLI(ctx, "no-such-run"); protocol.ErrorCode(err) != protocol.ENotFound {
+	if _, err := c.CLI(ctx, "no-such-run", ""); protocol.ErrorCode(err) != protocol.ENotFound {
 		t.Fatalf("unknown run: %v", err)
 	}
 }
@@ -111,11 +111,11 @@ func TestFrameOfImpureStateIsRebuilt(t *testing.T) {
 	}
 	c := encoded.New(e)
 	actions := func() (frame, cli int) {
-		f, err := c.Frame(ctx, r.ID, "http://x")
+		f, err := c.Frame(ctx, r.ID, "", "http://x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := c.CLI(ctx, r.ID)
+		cl, err := c.CLI(ctx, r.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,11 +147,11 @@ func TestForgetDropsADeletedRunsAnswers(t *testing.T) {
 	c := encoded.New(e)
 	answers := func() (protocol.Frame, *encoded.Answer) {
 		t.Helper()
-		f, err := c.Frame(ctx, "r1", "http://x")
+		f, err := c.Frame(ctx, "r1", "", "http://x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := c.CLI(ctx, "r1")
+		cl, err := c.CLI(ctx, "r1", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestForgetDropsADeletedRunsAnswers(t *testing.T) {
 	if n, err := e.Prune(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("Prune = %d, %v", n, err)
 	}
-	if _, err := c.Frame(ctx, "r1", "http://x"); protocol.ErrorCode(err) != protocol.ENotFound {
+	if _, err := c.Frame(ctx, "r1", "", "http://x"); protocol.ErrorCode(err) != protocol.ENotFound {
 		t.Fatalf("a deleted run's frame is served: %v", err)
 	}
 	c.Forget("r1")
