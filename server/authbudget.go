@@ -47,6 +47,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if ri := infoOf(w, r); ri != nil {
 			ri.actor = p.Name
 		}
+		// What a token was needed for is kept by no cache (a shared proxy,
+		// the browser's disk): handlers may say otherwise for their answers.
+		w.Header()["Cache-Control"] = noStore
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
 }
