@@ -63,9 +63,16 @@ type Options struct {
 	// DELETE); others get 403. See CheckOrigin.
 	AllowOrigins []string
 	// LocalHostsOnly refuses (421) a request whose Host is not localhost,
-	// 127.0.0.1 or [::1] (any port): set it for a server on loopback
-	// without a PublicURL, against DNS rebinding.
+	// 127.0.0.1 or [::1] (any port), nor one of Hosts: set it for a server
+	// on loopback, against DNS rebinding.
 	LocalHostsOnly bool
+	// Hosts, when not empty, are the only host names (without port,
+	// case-insensitive) the server answers to besides, with
+	// LocalHostsOnly, the loopback names; any other Host gets 421. Set it
+	// to the public URL's host (`asmp serve --public-url` does). Behind a
+	// proxy of TrustProxy the host checked is its X-Forwarded-Host when it
+	// sends one. /healthz and /readyz answer any Host.
+	Hosts []string
 	// MaxBody limits request bodies in bytes (0 = DefaultMaxBody); larger → 413.
 	MaxBody int64
 	// MaxHeader limits the request line and headers in bytes

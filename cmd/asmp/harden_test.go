@@ -143,12 +143,38 @@ func TestBrowsersCannotDriveTheServer(t *testing.T) {
 	}
 
 	// --allow-origin admits a deliberate browser client; --public-url
-	// names the address clients use, so any Host is fine there.
+	// names the address clients use: its host (any port) and, on
+	// loopback, the loopback names are answered, no other Host.
 	q := serve(t, "--db", ":memory:", "--allow-origin", "https://console.example", "--public-url", "https://asmp.example")
 	frameOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://console.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/json"), 201)
 	frameOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://asmp.example", "Content-Type", "application/json"), 201)
 	errorOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://other.example", "Content-Type", "application/json"), 403)
-	frameOf(t, q.raw("GET", "/", "", "Host", "asmp.internal:8000"), 200)
+	for _, host := range []string{"asmp.example", "ASMP.example:443", "asmp.example.", "localhost:8000", "127.0.0.1"} {
+		frameOf(t, q.raw("GET", "/", "", "Host", host), 200)
+	}
+	// DNS rebinding with a public URL: the page's Host and Origin match
+	// each other, not the server.
+	h = errorOf(t, q.raw("POST", "/runs", `{}`, "Host", "evil.example", "Origin", "http://evil.example", "Content-Type", "application/json"), 421)
+	if !strings.Contains(h, "asmp.example") || !strings.Contains(h, "--public-url") {
+		t.Fatalf("421 hint with a public URL: %q", h)
+	}
+	for _, host := range []string{"evil.example", "asmp.internal:8000", "asmp.example.evil.example", "10.0.0.1"} {
+		errorOf(t, q.raw("GET", "/", "", "Host", host), 421)
+	}
+	// Probes come by address: health checks answer any Host.
+	if r := q.raw("GET", "/healthz", "", "Host", "10.0.0.1:8000"); r.status != 200 {
+		t.Fatalf("/healthz with another Host: %d %s", r.status, r.body)
+	}
+
+	// Behind a trusted proxy the host checked is the one the client asked
+	// the proxy for.
+	px := serve(t, "--db", ":memory:", "--public-url", "https://asmp.example", "--trust-proxy", "127.0.0.1/32,::1/128")
+	frameOf(t, px.raw("GET", "/", "", "X-Forwarded-Host", "asmp.example"), 200)
+	errorOf(t, px.raw("POST", "/runs", `{}`, "X-Forwarded-Host", "evil.example", "Content-Type", "application/json"), 421)
+
+	if out, err := runAsmp(t, "serve", "--db", ":memory:", "--public-url", "asmp.example"); err == nil || !strings.Contains(out, "--public-url") {
+		t.Fatalf("serve with a public URL without scheme: %v %s", err, out)
+	}
 }
 
 // The requests of the reference clients (the TypeScript client's fetch
