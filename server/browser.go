@@ -59,8 +59,8 @@ func CheckOrigin(o string) error {
 // [::1]), and with a PublicURL its host, any port. That stops DNS
 // rebinding: a page whose own name resolves to the server sends that name
 // as Host (and an Origin matching it), and an address is no name a page
-// can own. Behind a trusted proxy the host checked is the one the client
-// asked the proxy for (X-Forwarded-Host), when the proxy says. Health
+// can own. With Hosts, behind a trusted proxy the host checked is the one
+// the client asked the proxy for (X-Forwarded-Host), when the proxy says. Health
 // checks (/healthz, /readyz) answer any Host: probes come by address.
 func (s *Server) hostCheck() httpx.Check {
 	names := map[string]bool{}
@@ -77,7 +77,7 @@ func (s *Server) hostCheck() httpx.Check {
 			return nil
 		}
 		given := r.Host
-		if s.peerTrusted(r) {
+		if len(names) > 0 && s.peerTrusted(r) {
 			if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
 				given = h
 			}

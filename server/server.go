@@ -71,7 +71,8 @@ type Options struct {
 	// LocalHostsOnly, the loopback names; any other Host gets 421. Set it
 	// to the public URL's host (`asmp serve --public-url` does). Behind a
 	// proxy of TrustProxy the host checked is its X-Forwarded-Host when it
-	// sends one. /healthz and /readyz answer any Host.
+	// sends one (only with Hosts: without, a loopback server checks its
+	// peer's Host). /healthz and /readyz answer any Host.
 	Hosts []string
 	// MaxBody limits request bodies in bytes (0 = DefaultMaxBody); larger → 413.
 	MaxBody int64
