@@ -74,3 +74,35 @@ func TestMaxRunDataFlagIsChecked(t *testing.T) {
 		t.Fatalf("err %v, output %q", err, out)
 	}
 }
+
+// A lone surrogate escape encodes no character: run data, transitions,
+// tool input, /api/commands and /api/dispatch refuse it with a 400 that
+// names it, instead of storing U+FFFD in its place; a surrogate pair is
+// the character it encodes.
+func TestLoneSurrogatesAreRefusedOverHTTP(t *testing.T) {
+	wf := filepath.Join(t.TempDir(), "notes.yaml")
+	if err := os.WriteFile(wf, []byte(notesYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := serve(t, "--db", ":memory:", wf)
+	json := []string{"Content-Type", "application/json"}
+	id := frameOf(t, p.raw("POST", "/runs", `{"workflow_id":"notes-v1"}`, json...), 201).RunID
+	for _, c := range []struct{ path, body string }{
+		{"/runs", `{"workflow_id":"notes-v1","data":{"a":"\ud800"}}`},
+		{"/runs/" + id + "/transitions/a", `{"a":"x\udfffy"}`},
+		{"/api/commands/my-cli-tool-v1", `{"input":{"input_file":"\ud800"}}`},
+		{"/api/dispatch", `{"key":"k","body":{"type":"note","text":"\ud800"}}`},
+	} {
+		h := errorOf(t, p.raw("POST", c.path, c.body, json...), 400)
+		if !strings.Contains(h, "surrogate") {
+			t.Errorf("POST %s: the hint does not say why: %q", c.path, h)
+		}
+	}
+	if f := frameOf(t, p.do("GET", "/runs/"+id, nil), 200); len(f.Data) != 0 {
+		t.Fatalf("a refused transition wrote data: %v", f.Data)
+	}
+	f := frameOf(t, p.raw("POST", "/runs/"+id+"/transitions/a", `{"a":"\ud83d\ude00"}`, json...), 200)
+	if f.Data["a"] != "😀" {
+		t.Fatalf("a surrogate pair: %v", f.Data)
+	}
+}
