@@ -95,6 +95,12 @@ type Options struct {
 	// server: every caller is auth.Open (anonymous, all scopes). A returned
 	// *protocol.Error (EUnauthorized) is written as is.
 	Authenticate func(r *http.Request) (auth.Principal, error)
+	// TokenClaim, when set, names the token a request claims to hold
+	// before it is authenticated ("" for none: auth.Tokens.Claim, the
+	// NAME:SECRET form): such a request has a failure budget of its own
+	// per token and address (see AuthFailuresPerMinute), which failures
+	// of other requests from the address do not spend.
+	TokenClaim func(r *http.Request) string
 	// RateLimit is the per-client request rate (requests per second) beyond
 	// which requests get 429 with Retry-After; 0 means no limit. A client
 	// is its token name, or its IP address without a token.

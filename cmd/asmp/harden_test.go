@@ -322,6 +322,47 @@ func TestTokenGuessingIsLimited(t *testing.T) {
 	jsonOf(t, p.raw("GET", "/healthz", ""), 200)
 }
 
+// Other clients' failures never lock out a valid token sent as
+// NAME:SECRET, the form with a failure budget of its own (per token and
+// address): ten bad tokens from the address leave it working. Guessing
+// a named token's secret is bounded by that budget, and spending it
+// locks out neither the address's other tokens nor the same token from
+// elsewhere.
+func TestFailuresOfOthersDoNotLockOutANamedToken(t *testing.T) {
+	const runnerSecret = "runner-secret-0123456789"
+	p := serve(t, "--db", ":memory:", "--token", "admin="+adminSecret, "--token", "runner="+runnerSecret+":read,runs",
+		"--rate-limit", "0", "--trust-proxy", "127.0.0.1/32,::1/128")
+	for i := range 10 {
+		errorOf(t, p.raw("GET", "/", "", bearer(fmt.Sprintf("guess-%d-0123456789", i))...), 401)
+	}
+	h := errorOf(t, p.raw("GET", "/", "", bearer(adminSecret)...), 429)
+	if !strings.Contains(h, "NAME:SECRET") {
+		t.Fatalf("the address's 429 does not say how to avoid it: %q", h)
+	}
+	// The named form gets in; the secret-only form of the same token is
+	// the address's (spent) budget.
+	frameOf(t, p.raw("GET", "/", "", bearer("admin:"+adminSecret)...), 200)
+	frameOf(t, p.raw("GET", "/", "", bearer("runner:"+runnerSecret)...), 200)
+	// A name's secret is compared with that token's only.
+	errorOf(t, p.raw("GET", "/", "", bearer("runner:"+adminSecret)...), 401)
+
+	// Guessing admin's secret: ten failures, then 429 for admin from
+	// this address, before its secret is compared.
+	for i := range 10 {
+		errorOf(t, p.raw("GET", "/", "", bearer(fmt.Sprintf("admin:guess-%d-0123456789", i))...), 401)
+	}
+	h = errorOf(t, p.raw("GET", "/", "", bearer("admin:guess-10-0123456789")...), 429)
+	if !strings.Contains(h, `"admin"`) {
+		t.Fatalf("the named token's 429: %q", h)
+	}
+	errorOf(t, p.raw("GET", "/", "", bearer("admin:"+adminSecret)...), 429)
+	// Neither the address's other tokens nor admin elsewhere are locked out.
+	frameOf(t, p.raw("GET", "/", "", bearer("runner:"+runnerSecret)...), 200)
+	frameOf(t, p.raw("GET", "/", "", append(bearer("admin:"+adminSecret), "X-Forwarded-For", "192.0.2.1")...), 200)
+	// An unknown name is no budget of its own: it is the address's.
+	errorOf(t, p.raw("GET", "/", "", bearer("nobody:"+adminSecret)...), 429)
+}
+
 // One validation order for transitions: 404 unknown run → 400 malformed
 // If-Match → 403 action not offered (even with a bad body and a stale
 // If-Match) → 400 body not an object or not matching expects → 409 stale

@@ -392,6 +392,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	authDesc := "none (open server: every caller holds every scope)"
 	if tokens.Len() > 0 {
 		opts.Authenticate = tokens.Authenticate
+		opts.TokenClaim = tokens.Claim
 		authDesc = "tokens " + strings.Join(tokens.Names(), " ")
 	}
 	srv := server.New(eng, opts)
