@@ -32,7 +32,6 @@ func checkExpansion(body ast.Node) *Problem {
 type expansion struct {
 	n       int
 	anchors map[string]int // anchor name -> expanded size
-	aliases int
 	problem *Problem
 }
 
