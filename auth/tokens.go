@@ -111,17 +111,72 @@ func (ts *Tokens) Names() []string {
 	return out
 }
 
-// Authenticate returns the principal of r's bearer token. It compares the
-// presented secret with every configured one in constant time, without
-// stopping at a match, so timing reveals nothing about which prefix
-// matched. A missing or unknown token is an EUnauthorized *protocol.Error.
-func (ts *Tokens) Authenticate(r *http.Request) (Principal, error) {
+// The two forms of a bearer token. A client may send the secret alone
+// (Authorization: Bearer SECRET, what every client sends unless told
+// otherwise) or prefixed with its token's name (Bearer NAME:SECRET; names
+// hold no ':', so the first ':' ends the name). To the client either is
+// one opaque string: ASMP_TOKEN=NAME:SECRET works with any of them. The
+// named form lets a server keep a failure budget per token (Claim), so
+// that the failures of others on the same address (unknown tokens,
+// guesses) never lock it out.
+
+// Claim returns the name of the configured token r's bearer token names
+// in the NAME:SECRET form, or "" when it names none (no token, the
+// secret-only form, or a name that is not configured). The secret is not
+// looked at.
+func (ts *Tokens) Claim(r *http.Request) string {
+	name, _, ok := ts.named(bearerToken(r))
+	if !ok {
+		return ""
+	}
+	return ts.list[name].Name
+}
+
+// named splits token into a configured token's index and the rest, when
+// it has the NAME:SECRET form and NAME is configured.
+func (ts *Tokens) named(token string) (int, string, bool) {
+	name, secret, ok := strings.Cut(token, ":")
+	if !ok || !tokenName.MatchString(name) {
+		return 0, "", false
+	}
+	for i := range ts.list {
+		if ts.list[i].Name == name {
+			return i, secret, true
+		}
+	}
+	return 0, "", false
+}
+
+// bearerToken is the token of r's Authorization header ("" without one).
+func bearerToken(r *http.Request) string {
 	h := r.Header.Get("Authorization")
-	scheme, secret, _ := strings.Cut(h, " ")
+	scheme, token, _ := strings.Cut(h, " ")
 	if h == "" || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// Authenticate returns the principal of r's bearer token. In the
+// NAME:SECRET form the secret is compared with NAME's only; otherwise
+// (and when that fails: a secret may itself begin with a token's name and
+// a ':') the token is compared with every configured secret in constant
+// time, without stopping at a match, so timing reveals nothing about
+// which prefix matched. A missing or unknown token is an EUnauthorized
+// *protocol.Error.
+func (ts *Tokens) Authenticate(r *http.Request) (Principal, error) {
+	token := bearerToken(r)
+	if token == "" {
 		return Principal{}, protocol.Errorf(protocol.EUnauthorized, "This server needs a token: send Authorization: Bearer <token> (the asmp CLI reads ASMP_TOKEN).")
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	if i, secret, ok := ts.named(token); ok {
+		sum := sha256.Sum256([]byte(secret))
+		if subtle.ConstantTimeCompare(sum[:], ts.list[i].secret[:]) == 1 {
+			t := ts.list[i]
+			return Principal{Name: t.Name, Scopes: t.Scopes}, nil
+		}
+	}
+	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i := range ts.list {
 		if subtle.ConstantTimeCompare(sum[:], ts.list[i].secret[:]) == 1 {
@@ -129,7 +184,7 @@ func (ts *Tokens) Authenticate(r *http.Request) (Principal, error) {
 		}
 	}
 	if found < 0 {
-		return Principal{}, protocol.Errorf(protocol.EUnauthorized, "Unknown token: check the secret you send as Authorization: Bearer <token>.")
+		return Principal{}, protocol.Errorf(protocol.EUnauthorized, "Unknown token: check the secret you send as Authorization: Bearer <token> (the secret, or NAME:SECRET).")
 	}
 	t := ts.list[found]
 	return Principal{Name: t.Name, Scopes: t.Scopes}, nil

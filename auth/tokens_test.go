@@ -30,6 +30,11 @@ func TestParseAndAuthenticate(t *testing.T) {
 		{"Basic abc", "", "", protocol.EUnauthorized},
 		{"Bearer 0123456789abcdeX", "", "", protocol.EUnauthorized},
 		{"Bearer 0123456789abcdef0", "", "", protocol.EUnauthorized},
+		// The named form: NAME:SECRET, compared with NAME's secret only.
+		{"Bearer ci:0123456789abcdef", "ci", "read,runs", ""},
+		{"Bearer admin:s3cr3t:with:colons-0123", "admin", "read,runs,dispatch,exec,admin", ""},
+		{"Bearer ops:0123456789abcdef", "", "", protocol.EUnauthorized},
+		{"Bearer nobody:0123456789abcdef", "", "", protocol.EUnauthorized},
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if c.header != "" {
@@ -64,5 +69,33 @@ func TestTokenSpecErrorsNeverEchoSecrets(t *testing.T) {
 	}
 	if _, err := auth.NewTokens([]string{"a=0123456789abcdef", "a=fedcba9876543210"}, ""); err == nil {
 		t.Error("two tokens with one name accepted")
+	}
+}
+
+// Claim names the configured token of the NAME:SECRET form, without
+// looking at the secret; any other form claims none.
+func TestClaim(t *testing.T) {
+	ts, err := auth.NewTokens([]string{"ci=0123456789abcdef:read", "admin=admin:0123456789abcdef"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for header, want := range map[string]string{
+		"Bearer ci:wrong": "ci", "bearer admin:0123456789abcdef": "admin", "Bearer 0123456789abcdef": "",
+		"Bearer nobody:0123456789abcdef": "", "": "", "Basic ci:x": "", "Bearer :x": "",
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		if got := ts.Claim(r); got != want {
+			t.Errorf("Claim(%q) = %q, want %q", header, got, want)
+		}
+	}
+	// A secret that begins with a name and ':' still authenticates as
+	// the token it is.
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer admin:0123456789abcdef")
+	if p, err := ts.Authenticate(r); err != nil || p.Name != "admin" {
+		t.Fatalf("%+v %v", p, err)
 	}
 }

@@ -82,8 +82,11 @@ func checkBody(body []byte) ([]byte, error) {
 	if err := exactNumbers(buf.Bytes()); err != nil {
 		return nil, err
 	}
+	if err := protocol.CheckSurrogates(buf.Bytes()); err != nil {
+		return nil, invalidf("body", "%s", protocol.ErrorHint(err))
+	}
 	if _, err := jcs.Transform(buf.Bytes()); err != nil {
-		return nil, invalidf("body", "The body cannot be canonicalised (RFC 8785): %s. Remove duplicate keys and unpaired surrogate escapes.", protocol.Truncate(err.Error(), 200))
+		return nil, invalidf("body", "The body cannot be canonicalised (RFC 8785): %s. Remove duplicate keys.", protocol.Truncate(err.Error(), 200))
 	}
 	return buf.Bytes(), nil
 }

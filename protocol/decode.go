@@ -17,7 +17,9 @@ const DefaultMaxDepth = 64
 // or all-whitespace body decodes to an empty object. Numbers become int64 when
 // they are integers that fit, float64 otherwise, so values keep their exact
 // type through storage. Nesting deeper than maxDepth (0 = DefaultMaxDepth),
-// syntax errors, trailing data and non-object values give an EInvalid *Error.
+// syntax errors, trailing data, non-object values, invalid UTF-8 and lone
+// surrogate escapes (CheckSurrogates: never replaced silently) give an
+// EInvalid *Error.
 func DecodeObject(body []byte, maxDepth int) (map[string]any, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return map[string]any{}, nil
@@ -61,6 +63,9 @@ func decodeGeneral(body []byte) (any, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, Errorf(EInvalid, "The body has data after its JSON value; send exactly one JSON object.")
+	}
+	if err := CheckSurrogates(body); err != nil {
+		return nil, err
 	}
 	out, err := normalizeNumbers(v)
 	if err != nil {

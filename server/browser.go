@@ -60,27 +60,74 @@ func CheckOrigin(o string) error {
 	return http.NewCrossOriginProtection().AddTrustedOrigin(strings.TrimRight(o, "/"))
 }
 
-// localHosts is the check of a server on loopback without a public URL:
-// the Host header must name the loopback interface (localhost, or a
-// loopback address such as 127.0.0.1, 127.0.0.2 or [::1], with any port),
-// which stops DNS rebinding (a page whose own name resolves to 127.0.0.1
-// sends that name as Host; an address is no name a page can own).
-func localHosts(r *http.Request, _ *httpx.Route) error {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+// hostCheck returns the Host allowlist (421), or nil when the server
+// answers to every Host: on loopback (LocalHostsOnly) the loopback names
+// (localhost, or a loopback address such as 127.0.0.1, 127.0.0.2 or
+// [::1]), and with a PublicURL its host, any port. That stops DNS
+// rebinding: a page whose own name resolves to the server sends that name
+// as Host (and an Origin matching it), and an address is no name a page
+// can own. With Hosts, behind a trusted proxy the host checked is the one
+// the client asked the proxy for (X-Forwarded-Host), when the proxy says. Health
+// checks (/healthz, /readyz) answer any Host: probes come by address.
+func (s *Server) hostCheck() httpx.Check {
+	names := map[string]bool{}
+	for _, h := range s.opts.Hosts {
+		names[normalHost(h)] = true
+	}
+	public := strings.Join(s.opts.Hosts, ", ")
+	local := s.opts.LocalHostsOnly
+	if len(names) == 0 && !local {
+		return nil
+	}
+	return func(r *http.Request, rt *httpx.Route) error {
+		if rt.Path == "/healthz" || rt.Path == "/readyz" {
+			return nil
+		}
+		given := r.Host
+		if len(names) > 0 && s.peerTrusted(r) {
+			if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
+				given = h
+			}
+		}
+		host := normalHost(given)
+		if names[host] {
+			return nil
+		}
+		if local {
+			if host == "localhost" {
+				return nil
+			}
+			if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+				return nil
+			}
+		}
+		switch {
+		case len(names) == 0:
+			return protocol.Errorf(protocol.EMisdirected,
+				"This server listens on loopback and answers to localhost and loopback addresses (127.0.0.1, [::1]) only, not to Host %q. Use one of those, or start it with --public-url naming the address clients use.",
+				protocol.Truncate(given, 200))
+		case local:
+			return protocol.Errorf(protocol.EMisdirected,
+				"This server answers to %s (its public URL's host) and to localhost and loopback addresses (127.0.0.1, [::1]) only, not to Host %q. Use one of those, or restart it with the --public-url clients use.",
+				public, protocol.Truncate(given, 200))
+		default:
+			return protocol.Errorf(protocol.EMisdirected,
+				"This server answers to %s (its public URL's host) only, not to Host %q. Use that name, or restart it with the --public-url clients use; a reverse proxy must pass on the host clients asked for (as Host, or as X-Forwarded-Host with --trust-proxy).",
+				public, protocol.Truncate(given, 200))
+		}
+	}
+}
+
+// normalHost is the host name of a Host header (host[:port], [v6]:port)
+// in the form names compare: lowercase, without port, brackets or a
+// trailing dot.
+func normalHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
 	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	}
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return protocol.Errorf(protocol.EMisdirected,
-		"This server listens on loopback and answers to localhost and loopback addresses (127.0.0.1, [::1]) only, not to Host %q. Use one of those, or start it with --public-url naming the address clients use.",
-		protocol.Truncate(r.Host, 200))
+	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
 // jsonBody is the check of every request with a body: a non-empty body
@@ -116,8 +163,8 @@ func jsonBody(r *http.Request, _ *httpx.Route) error {
 // edgeChecks are the checks of every route, in order.
 func (s *Server) edgeChecks() []httpx.Check {
 	var checks []httpx.Check
-	if s.opts.LocalHostsOnly {
-		checks = append(checks, localHosts)
+	if c := s.hostCheck(); c != nil {
+		checks = append(checks, c)
 	}
 	for _, o := range s.opts.AllowOrigins {
 		if err := CheckOrigin(o); err != nil {

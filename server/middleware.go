@@ -83,7 +83,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ri := &sw.info
 		ri.id = requestID(r.Header.Get("X-Request-Id"))
 		sw.idHdr[0] = ri.id
-		w.Header()["X-Request-Id"] = sw.idHdr[:]
+		h := w.Header()
+		h["X-Request-Id"] = sw.idHdr[:]
+		h["X-Content-Type-Options"] = noSniff // no answer is sniffed into another type (an HTML page)
 		inner := r
 		if len(s.opts.Middleware) > 0 {
 			inner = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
@@ -115,6 +117,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			slog.String("principal", ri.actor), slog.String("remote", r.RemoteAddr))
 	})
 }
+
+// noSniff is the shared value of X-Content-Type-Options on every answer
+// (net/http never modifies header value slices).
+var noSniff = []string{"nosniff"}
 
 // methodLabel bounds the method label of metrics: any method outside the
 // standard ones is OTHER, so that clients cannot invent label values.

@@ -373,7 +373,9 @@ func (s *Server) resource(w http.ResponseWriter, r *http.Request, c *call) error
 
 func writeContent(w http.ResponseWriter, c *engine.Content) {
 	w.Header().Set("Content-Type", c.MimeType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// A resource is the workflow author's content: as a page (text/html,
+	// SVG) it runs in a sandbox, an origin of its own, never the API's.
+	w.Header().Set("Content-Security-Policy", "sandbox")
 	w.Header().Set("Content-Length", strconv.Itoa(len(c.Body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(c.Body)

@@ -64,9 +64,17 @@ type Options struct {
 	// DELETE); others get 403. See CheckOrigin.
 	AllowOrigins []string
 	// LocalHostsOnly refuses (421) a request whose Host is not localhost,
-	// 127.0.0.1 or [::1] (any port): set it for a server on loopback
-	// without a PublicURL, against DNS rebinding.
+	// 127.0.0.1 or [::1] (any port), nor one of Hosts: set it for a server
+	// on loopback, against DNS rebinding.
 	LocalHostsOnly bool
+	// Hosts, when not empty, are the only host names (without port,
+	// case-insensitive) the server answers to besides, with
+	// LocalHostsOnly, the loopback names; any other Host gets 421. Set it
+	// to the public URL's host (`asmp serve --public-url` does). Behind a
+	// proxy of TrustProxy the host checked is its X-Forwarded-Host when it
+	// sends one (only with Hosts: without, a loopback server checks its
+	// peer's Host). /healthz and /readyz answer any Host.
+	Hosts []string
 	// MaxBody limits request bodies in bytes (0 = DefaultMaxBody); larger → 413.
 	MaxBody int64
 	// MaxHeader limits the request line and headers in bytes
@@ -88,6 +96,12 @@ type Options struct {
 	// server: every caller is auth.Open (anonymous, all scopes). A returned
 	// *protocol.Error (EUnauthorized) is written as is.
 	Authenticate func(r *http.Request) (auth.Principal, error)
+	// TokenClaim, when set, names the token a request claims to hold
+	// before it is authenticated ("" for none: auth.Tokens.Claim, the
+	// NAME:SECRET form): such a request has a failure budget of its own
+	// per token and address (see AuthFailuresPerMinute), which failures
+	// of other requests from the address do not spend.
+	TokenClaim func(r *http.Request) string
 	// RateLimit is the per-client request rate (requests per second) beyond
 	// which requests get 429 with Retry-After; 0 means no limit. A client
 	// is its token name, or its IP address without a token.

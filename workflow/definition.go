@@ -325,5 +325,5 @@ func (g *Guard) Allow(data map[string]any) (bool, string) {
 		}
 		return ok, reason
 	}
-	return g.prog.eval(data, g.Reason)
+	return g.prog.eval(data, g.Expr, g.Reason)
 }

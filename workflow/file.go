@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"mime"
 	"os"
@@ -128,7 +129,12 @@ type fileGuard struct {
 // by resources and skills are resolved relative to the file's directory and
 // can never escape it.
 func LoadFile(name string) (*Definition, error) {
-	src, err := os.ReadFile(name)
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("workflow: %w", err)
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1)) // Load refuses what is longer
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("workflow: %w", err)
 	}
@@ -206,6 +212,9 @@ func decodeFile(source string, src []byte) (body ast.Node, fw fileWorkflow, err 
 			err = &ValidationError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file's structure cannot be decoded (a value has the wrong shape, e.g. a scalar where a list belongs): %v", v)}}}
 		}
 	}()
+	if len(src) > MaxFileSize {
+		return nil, fw, &ValidationError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file is %d bytes, over the limit of %d (4 MiB) for a workflow file; move long texts into resource and skill files", len(src), MaxFileSize)}}}
+	}
 	file, perr := parser.ParseBytes(src, 0)
 	if perr != nil {
 		return nil, fw, yamlError(source, perr)
@@ -214,6 +223,9 @@ func decodeFile(source string, src []byte) (body ast.Node, fw fileWorkflow, err 
 		return nil, fw, &ValidationError{Source: source, Problems: []Problem{{Message: "the file must hold exactly one workflow document"}}}
 	}
 	body = file.Docs[0].Body
+	if p := checkExpansion(body); p != nil {
+		return nil, fw, &ValidationError{Source: source, Problems: []Problem{*p}}
+	}
 	if derr := yaml.NodeToValue(body, &fw, yaml.Strict()); derr != nil {
 		return nil, fw, yamlError(source, derr)
 	}

@@ -12,7 +12,7 @@ import (
 // return a definition or an error, never panic, and a definition it returns
 // must be internally consistent.
 func FuzzLoad(f *testing.F) {
-	for _, name := range []string{"testdata/config-wizard.yaml", "testdata/broken.yaml", "testdata/time.yaml"} {
+	for _, name := range []string{"testdata/config-wizard.yaml", "testdata/broken.yaml", "testdata/time.yaml", "testdata/alias-bomb.yaml"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

@@ -257,3 +257,35 @@ func TestRowTaskReplayAfterKill9(t *testing.T) {
 		t.Fatalf("replayed_by: %v", by)
 	}
 }
+
+// What an execution started dies with the server, even kill -9: the
+// kernel kills the command itself, and its group's guard the rest of the
+// group (the server's grandchildren), which would live on otherwise.
+func TestGrandchildrenDieWithTheServer(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc")
+	}
+	p := serve(t, "--db", ":memory:", "--allow-exec", "--exec-allow", "sh", "--exec-dir", t.TempDir())
+	jsonOf(t, p.do("POST", "/api/dispatch", map[string]any{"key": "spawn", "body": map[string]any{
+		"type": "directory_row", "command": "sh", "timeout": 60,
+		"flags": []any{map[string]any{"name": "script", "short_alias": "-c", "type": "string", "required": true}}}}), 201)
+	const first, second = "41.371", "43.117" // both children of sh: grandchildren of the server
+	go p.try("POST", "/api/dispatch", map[string]any{"key": "spawn.run", "body": map[string]any{
+		"type": "invocation", "object_key": "spawn", "execute": true, "input": map[string]any{"script": "sleep " + first + " & sleep " + second + "; wait"}}})
+	deadline := time.Now().Add(10 * time.Second)
+	for !sleeping(first) || !sleeping(second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never started:\n%s", p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	deadline = time.Now().Add(5 * time.Second)
+	for sleeping(first) || sleeping(second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes the command started outlived the killed server (%v, %v)", sleeping(first), sleeping(second))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

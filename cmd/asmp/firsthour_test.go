@@ -320,3 +320,40 @@ func TestEveryBuiltinWorkflowEnds(t *testing.T) {
 		})
 	}
 }
+
+// One server per database file, whatever path names it: a second server
+// on a symbolic link to the file, or on a hard link, is refused while
+// the first runs (two writers with two signing keys would break the
+// ledger for good). Started alone through a link, a server uses the
+// file's own key, beside the file, and creates no second one.
+func TestOneServerPerDatabaseFile(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	db := filepath.Join(a, "asmp.db")
+	p := serve(t, "--db", db)
+	frameOf(t, p.do("POST", "/runs", nil), 201)
+	dispatchRow(t, p, "one-file")
+	sym, hard := filepath.Join(b, "link.db"), filepath.Join(b, "hard.db")
+	if err := os.Symlink(db, sym); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(db, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{sym, hard} {
+		out, err := runAsmp(t, "serve", "--db", other, "--addr", "127.0.0.1:0")
+		if err == nil || !strings.Contains(out, "in use by another process") {
+			t.Fatalf("a second server on %s: %v\n%s", other, err, out)
+		}
+	}
+	stop(t, p)
+	if keys, _ := filepath.Glob(filepath.Join(b, "*.key")); len(keys) != 0 {
+		t.Fatalf("a refused server created a signing key: %v", keys)
+	}
+	q := serve(t, "--db", sym)
+	if r := q.do("GET", "/api/dispatch?key=one-file", nil); r.status != 200 {
+		t.Fatalf("the row through the link: %d %s", r.status, r.body)
+	}
+	if keys, _ := filepath.Glob(filepath.Join(b, "*")); len(keys) != 2 {
+		t.Fatalf("a server started through a link wrote beside the link: %v", keys)
+	}
+}

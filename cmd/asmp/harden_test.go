@@ -143,12 +143,38 @@ func TestBrowsersCannotDriveTheServer(t *testing.T) {
 	}
 
 	// --allow-origin admits a deliberate browser client; --public-url
-	// names the address clients use, so any Host is fine there.
+	// names the address clients use: its host (any port) and, on
+	// loopback, the loopback names are answered, no other Host.
 	q := serve(t, "--db", ":memory:", "--allow-origin", "https://console.example", "--public-url", "https://asmp.example")
 	frameOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://console.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/json"), 201)
 	frameOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://asmp.example", "Content-Type", "application/json"), 201)
 	errorOf(t, q.raw("POST", "/runs", `{}`, "Origin", "https://other.example", "Content-Type", "application/json"), 403)
-	frameOf(t, q.raw("GET", "/", "", "Host", "asmp.internal:8000"), 200)
+	for _, host := range []string{"asmp.example", "ASMP.example:443", "asmp.example.", "localhost:8000", "127.0.0.1"} {
+		frameOf(t, q.raw("GET", "/", "", "Host", host), 200)
+	}
+	// DNS rebinding with a public URL: the page's Host and Origin match
+	// each other, not the server.
+	h = errorOf(t, q.raw("POST", "/runs", `{}`, "Host", "evil.example", "Origin", "http://evil.example", "Content-Type", "application/json"), 421)
+	if !strings.Contains(h, "asmp.example") || !strings.Contains(h, "--public-url") {
+		t.Fatalf("421 hint with a public URL: %q", h)
+	}
+	for _, host := range []string{"evil.example", "asmp.internal:8000", "asmp.example.evil.example", "10.0.0.1"} {
+		errorOf(t, q.raw("GET", "/", "", "Host", host), 421)
+	}
+	// Probes come by address: health checks answer any Host.
+	if r := q.raw("GET", "/healthz", "", "Host", "10.0.0.1:8000"); r.status != 200 {
+		t.Fatalf("/healthz with another Host: %d %s", r.status, r.body)
+	}
+
+	// Behind a trusted proxy the host checked is the one the client asked
+	// the proxy for.
+	px := serve(t, "--db", ":memory:", "--public-url", "https://asmp.example", "--trust-proxy", "127.0.0.1/32,::1/128")
+	frameOf(t, px.raw("GET", "/", "", "X-Forwarded-Host", "asmp.example"), 200)
+	errorOf(t, px.raw("POST", "/runs", `{}`, "X-Forwarded-Host", "evil.example", "Content-Type", "application/json"), 421)
+
+	if out, err := runAsmp(t, "serve", "--db", ":memory:", "--public-url", "asmp.example"); err == nil || !strings.Contains(out, "--public-url") {
+		t.Fatalf("serve with a public URL without scheme: %v %s", err, out)
+	}
 }
 
 // The requests of the reference clients (the TypeScript client's fetch
@@ -294,6 +320,47 @@ func TestTokenGuessingIsLimited(t *testing.T) {
 	}
 	errorOf(t, p.raw("GET", "/", "", bearer(adminSecret)...), 429) // not even compared
 	jsonOf(t, p.raw("GET", "/healthz", ""), 200)
+}
+
+// Other clients' failures never lock out a valid token sent as
+// NAME:SECRET, the form with a failure budget of its own (per token and
+// address): ten bad tokens from the address leave it working. Guessing
+// a named token's secret is bounded by that budget, and spending it
+// locks out neither the address's other tokens nor the same token from
+// elsewhere.
+func TestFailuresOfOthersDoNotLockOutANamedToken(t *testing.T) {
+	const runnerSecret = "runner-secret-0123456789"
+	p := serve(t, "--db", ":memory:", "--token", "admin="+adminSecret, "--token", "runner="+runnerSecret+":read,runs",
+		"--rate-limit", "0", "--trust-proxy", "127.0.0.1/32,::1/128")
+	for i := range 10 {
+		errorOf(t, p.raw("GET", "/", "", bearer(fmt.Sprintf("guess-%d-0123456789", i))...), 401)
+	}
+	h := errorOf(t, p.raw("GET", "/", "", bearer(adminSecret)...), 429)
+	if !strings.Contains(h, "NAME:SECRET") {
+		t.Fatalf("the address's 429 does not say how to avoid it: %q", h)
+	}
+	// The named form gets in; the secret-only form of the same token is
+	// the address's (spent) budget.
+	frameOf(t, p.raw("GET", "/", "", bearer("admin:"+adminSecret)...), 200)
+	frameOf(t, p.raw("GET", "/", "", bearer("runner:"+runnerSecret)...), 200)
+	// A name's secret is compared with that token's only.
+	errorOf(t, p.raw("GET", "/", "", bearer("runner:"+adminSecret)...), 401)
+
+	// Guessing admin's secret: ten failures, then 429 for admin from
+	// this address, before its secret is compared.
+	for i := range 10 {
+		errorOf(t, p.raw("GET", "/", "", bearer(fmt.Sprintf("admin:guess-%d-0123456789", i))...), 401)
+	}
+	h = errorOf(t, p.raw("GET", "/", "", bearer("admin:guess-10-0123456789")...), 429)
+	if !strings.Contains(h, `"admin"`) {
+		t.Fatalf("the named token's 429: %q", h)
+	}
+	errorOf(t, p.raw("GET", "/", "", bearer("admin:"+adminSecret)...), 429)
+	// Neither the address's other tokens nor admin elsewhere are locked out.
+	frameOf(t, p.raw("GET", "/", "", bearer("runner:"+runnerSecret)...), 200)
+	frameOf(t, p.raw("GET", "/", "", append(bearer("admin:"+adminSecret), "X-Forwarded-For", "192.0.2.1")...), 200)
+	// An unknown name is no budget of its own: it is the address's.
+	errorOf(t, p.raw("GET", "/", "", bearer("nobody:"+adminSecret)...), 429)
 }
 
 // One validation order for transitions: 404 unknown run → 400 malformed

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -228,6 +229,15 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// publicHosts is the host of --public-url, the one name (besides loopback
+// names on loopback) the server answers to when it is given.
+func publicHosts(publicURL string) []string {
+	if u, err := url.Parse(publicURL); publicURL != "" && err == nil && u.Hostname() != "" {
+		return []string{u.Hostname()}
+	}
+	return nil
+}
+
 func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) error {
 	log, err := newLogger(env, f.logLevel, f.logFormat)
 	if err != nil {
@@ -275,6 +285,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		if proxies, err = server.ParseTrustProxy(f.trustProxy); err != nil {
 			return fmt.Errorf("--trust-proxy %q: %w; it takes the proxies' addresses as CIDR ranges, e.g. --trust-proxy 127.0.0.1/32 (the bare form, which trusted every peer, is gone)", f.trustProxy, err)
 		}
+	}
+	if f.publicURL != "" && publicHosts(f.publicURL) == nil {
+		return fmt.Errorf("--public-url %q: give the base URL clients use, with scheme and host, e.g. https://asmp.example.com", f.publicURL)
 	}
 	for _, o := range f.origins {
 		if err := server.CheckOrigin(o); err != nil {
@@ -355,7 +368,8 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 		PublicURL:           f.publicURL,
 		TrustProxy:          proxies,
 		AllowOrigins:        f.origins,
-		LocalHostsOnly:      loopback && f.publicURL == "",
+		LocalHostsOnly:      loopback,
+		Hosts:               publicHosts(f.publicURL),
 		MaxBody:             f.maxBody,
 		MaxDepth:            f.maxDepth,
 		Heartbeat:           f.heartbeat,
@@ -380,6 +394,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	authDesc := "none (open server: every caller holds every scope)"
 	if tokens.Len() > 0 {
 		opts.Authenticate = tokens.Authenticate
+		opts.TokenClaim = tokens.Claim
 		authDesc = "tokens " + strings.Join(tokens.Names(), " ")
 	}
 	srv := server.New(eng, opts)

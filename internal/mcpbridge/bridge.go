@@ -277,6 +277,9 @@ func decodeArgs(tool string, raw json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return refusal(400, "The arguments of %s do not fit its input schema: %v.", tool, err)
 	}
+	if err := protocol.CheckSurrogates(raw); err != nil {
+		return refusal(400, "The arguments of %s: %s", tool, protocol.ErrorHint(err))
+	}
 	return nil
 }
 

@@ -546,6 +546,10 @@ func TestRowTools(t *testing.T) {
 		}
 		// Input the row rejects.
 		c.refused("row_my-cli-tool-v1", map[string]any{"verbose": true}, "input_file")
+		// A lone surrogate escape is refused, not replaced by U+FFFD, in a
+		// row tool's and a static tool's arguments.
+		c.refused("row_my-cli-tool-v1", json.RawMessage(`{"input_file": "a\ud800b"}`), "surrogate", `\ud800`)
+		c.refused("asmp_start_run", json.RawMessage(`{"workflow_id": "config-wizard-v1", "data": {"name": "\udc00"}}`), "surrogate")
 
 		// A new row becomes a tool.
 		key := "fresh-" + c.cs.ID() + fmt.Sprint(time.Now().UnixNano())

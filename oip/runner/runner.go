@@ -402,8 +402,10 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 		// when the server dies).
 		SysProcAttr: sysProcAttr(),
 	}
-	start := time.Now()
 	closeOnExec()
+	guard := startGuard() // kills the group should the server die (its grandchildren too)
+	defer guard.stop()
+	start := time.Now()
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
@@ -414,6 +416,7 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 		return failed(start, "The command could not be started: %v.", err)
 	}
 	pid := cmd.Process.Pid
+	guard.arm(pid)
 	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()
 	exited, killerDone := make(chan struct{}), make(chan struct{})

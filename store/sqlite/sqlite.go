@@ -54,7 +54,8 @@ type Store struct {
 	wstmts map[string]*sql.Stmt
 	rstmts sync.Map // query -> *sql.Stmt
 	runs   *runCache
-	lock   *os.File // held open: the exclusive lock on the database
+	lock   *os.File // held open: the exclusive lock on the database's -lock file
+	dbLock *os.File // held open: the exclusive lock on the database file itself
 }
 
 var (
@@ -97,14 +98,27 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	lock, err := lockFile(abs + "-lock")
+	// The lock is the database file's own (whatever path, symbolic or hard
+	// link names it), and the store goes by the file's real path, so that
+	// its WAL, its -lock file and the ledger key beside it (Path) are the
+	// same for every name of the file.
+	dbLock, err := lockFile(abs)
 	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	lock, err := lockFile(abs + "-lock") // what earlier versions lock: both exclude them too
+	if err != nil {
+		dbLock.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	opened := false
 	defer func() {
 		if !opened {
 			lock.Close()
+			dbLock.Close()
 		}
 	}()
 	q := url.Values{}
@@ -142,7 +156,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s := &Store{path: abs, wdb: wdb, wconn: wconn, rdb: rdb, writes: make(chan *writeReq, MaxBatch), done: make(chan struct{}), wstmts: map[string]*sql.Stmt{},
-		runs: newRunCache(), lock: lock}
+		runs: newRunCache(), lock: lock, dbLock: dbLock}
 	opened = true
 	s.wg.Add(1)
 	go s.writer()
@@ -337,6 +351,7 @@ func (s *Store) Close() error {
 	err1 := s.rdb.Close()
 	err2 := s.wdb.Close()
 	err3 := s.lock.Close() // releases the lock
+	s.dbLock.Close()       // after SQLite's own descriptors: closing one drops the process's POSIX locks on the file
 	return errors.Join(err1, err2, err3)
 }
 
