@@ -61,9 +61,10 @@ type committer struct {
 	reqs    chan *commitReq
 	stop    chan struct{} // closed by Close: drain and return
 	stopped chan struct{} // closed when the committer has returned
-	// groups counts the groups sent as one batch; solo counts commits
-	// made on their own after their group failed.
-	groups, solo atomic.Int64
+	// groups counts the groups sent as one batch, grouped the commits in
+	// them; solo counts commits made on their own after their group
+	// failed.
+	groups, grouped, solo atomic.Int64
 	// hold, when set (tests only), is waited on after the first commit of
 	// a group arrives and before the rest are taken.
 	hold atomic.Pointer[chan struct{}]
@@ -212,6 +213,7 @@ func (s *Store) sendGroup(ctx context.Context, group []*commitReq) (results []er
 	}
 	defer conn.Release()
 	s.commits.groups.Add(1)
+	s.commits.grouped.Add(int64(len(group)))
 	b := &pgx.Batch{}
 	for _, r := range group {
 		sql, args := commitStatement(r.expected, r.c)
@@ -276,9 +278,10 @@ var commitSQL = func() (out [4]string) {
 // run is the compare-and-set; the event, the task changes and the
 // notification are written from its RETURNING row, so they are written
 // if and only if it changed the run. The statement answers how many
-// notifications it sent (1: committed, 0: the compare-and-set missed) and
-// the run's version as the statement's snapshot saw it (NULL: no such run),
-// to tell a conflict from an unknown run.
+// notifications it sent (1: committed, 0: the compare-and-set missed) and,
+// after a miss only (the sub-select is an init plan, run when the CASE
+// reaches it), the run's version as the statement's snapshot saw it (NULL:
+// no such run), to tell a conflict from an unknown run.
 func buildCommitSQL(complete, enqueue bool) string {
 	var sb strings.Builder
 	sb.WriteString(`WITH u AS (
@@ -312,7 +315,8 @@ func buildCommitSQL(complete, enqueue bool) string {
 )`, n+1, n+2, n+3, n+4, n+5, n+6)
 	}
 	sb.WriteString(`, n AS (SELECT pg_notify($29, $30) FROM u)
-SELECT (SELECT count(*) FROM n), (SELECT version FROM runs WHERE id = $8)`)
+SELECT (SELECT count(*) FROM n),
+	CASE WHEN NOT EXISTS (SELECT 1 FROM u) THEN (SELECT version FROM runs WHERE id = $8) END`)
 	return sb.String()
 }
 
@@ -340,15 +344,17 @@ func commitStatement(expected int64, c store.Commit) (string, []any) {
 }
 
 // CommitStats counts the store's group commits since Open: Groups, the
-// groups sent as one batch (one round trip each); Solo, the commits made
-// on their own after their group was refused by the server.
+// groups sent as one batch (one round trip each); Commits, the commits
+// sent in them (Commits/Groups is the mean group size); Solo, the commits
+// made on their own after their group was refused by the server.
 type CommitStats struct {
-	Groups, Solo int64
+	Groups, Commits, Solo int64
 }
 
 // CommitStats returns the group-commit counters.
 func (s *Store) CommitStats() CommitStats {
-	return CommitStats{Groups: s.commits.groups.Load(), Solo: s.commits.solo.Load()}
+	q := s.commits
+	return CommitStats{Groups: q.groups.Load(), Commits: q.grouped.Load(), Solo: q.solo.Load()}
 }
 
 // holdCommits makes the committer wait, after the next group's first
