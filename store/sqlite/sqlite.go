@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -55,6 +56,9 @@ type Store struct {
 	rstmts sync.Map // query -> *sql.Stmt
 	runs   *runCache
 	lock   *os.File // held open: the exclusive lock on the database
+	// onCommit, when set (tests and benchmarks only, before the first
+	// write), is told each group's size and how long its COMMIT took.
+	onCommit func(n int, commit time.Duration)
 }
 
 var (
@@ -307,10 +311,14 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			r.sealed = ck
 		}
 	}
+	t0 := time.Now()
 	if _, err := tx.Exec(`COMMIT`); err != nil {
 		rollback() // a failed COMMIT may leave the transaction open
 		fail(fmt.Errorf("sqlite: commit: %w", err))
 		return
+	}
+	if s.onCommit != nil {
+		s.onCommit(len(batch), time.Since(t0))
 	}
 	for i, r := range batch {
 		if results[i] == nil && r.after != nil {
