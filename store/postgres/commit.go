@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -68,9 +69,11 @@ type committer struct {
 	// hold, when set (tests only), is waited on after the first commit of
 	// a group arrives and before the rest are taken.
 	hold atomic.Pointer[chan struct{}]
-	// closed is set by Close; a CommitRun racing Close is answered by
-	// the drain or by closeCommitter.
-	closed atomic.Bool
+	// mu guards closed: CommitRun hands its commit over under the read
+	// lock, so once Close has set closed (under the write lock) no commit
+	// can join the queue after the committer's last drain.
+	mu     sync.RWMutex
+	closed bool
 }
 
 func newCommitter() *committer {
@@ -99,16 +102,16 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 		return store.Settled(fmt.Errorf("postgres: new version %d is not expected+1 (%d)", c.Run.Version, expected+1))
 	}
 	q := s.commits
-	if q.closed.Load() {
+	req := &commitReq{expected: expected, c: c, err: make(chan error, 1)}
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
 		return store.Settled(errClosed)
 	}
-	req := &commitReq{expected: expected, c: c, err: make(chan error, 1)}
 	select {
 	case q.reqs <- req:
 	case <-ctx.Done():
 		return store.Settled(ctx.Err())
-	case <-q.stop:
-		return store.Settled(errClosed)
 	}
 	// Once queued, the commit may be applied: wait for the verdict whatever ctx says.
 	return store.Later(req.err)
@@ -155,20 +158,13 @@ func (s *Store) runCommitter() {
 // for the committer to return.
 func (s *Store) closeCommitter() {
 	q := s.commits
-	if q.closed.CompareAndSwap(false, true) {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
 		close(q.stop)
 	}
+	q.mu.Unlock()
 	<-q.stopped
-	// A CommitRun that passed its closed check while Close ran may have
-	// queued after the drain: answer it.
-	for {
-		select {
-		case r := <-q.reqs:
-			r.err <- errClosed
-		default:
-			return
-		}
-	}
 }
 
 // commitGroup commits group as one batch and answers each member.

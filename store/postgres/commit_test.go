@@ -191,16 +191,34 @@ func TestGroupCommitMemberFailures(t *testing.T) {
 	})
 }
 
-// A commit handed to a closed store fails at once.
+// Close commits what was queued before it; a commit handed to a closed
+// store fails at once.
 func TestCommitAfterClose(t *testing.T) {
 	u := testURL(t)
 	schema := freshSchema(t, u)
 	a := open(t, u, schema, nil)
-	runs := createRuns(t, a, "z", 1)
-	if err := a.Close(); err != nil {
+	runs := createRuns(t, a, "z", 3)
+	release := postgres.HoldCommits(a)
+	pend := make([]store.Pending, len(runs))
+	for i, r := range runs {
+		pend[i] = a.CommitRun(t.Context(), 1, storetest.Next(r, "go", "B", `{}`))
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	release()
+	for i, p := range pend {
+		if err := p.Wait(); err != nil {
+			t.Fatalf("commit %d queued before Close: %v", i, err)
+		}
+	}
+	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CommitRun(t.Context(), 1, storetest.Next(runs[0], "go", "B", `{}`)).Wait(); err == nil {
+	if err := a.CommitRun(t.Context(), 2, storetest.Next(runs[0], "again", "C", `{}`)).Wait(); err == nil {
 		t.Fatal("a commit on a closed store succeeded")
+	}
+	b := open(t, u, schema, nil)
+	for _, r := range runs {
+		checkStored(t, b, r.ID, 2, "go")
 	}
 }
