@@ -182,7 +182,7 @@ func (s *Store) commitGroup(group []*commitReq) {
 		for i, r := range group {
 			r.err <- results[i]
 		}
-	case errors.As(err, &pe) && pe.Severity == "ERROR":
+	case errors.As(err, &pe) && severity(pe) == "ERROR":
 		// The server refused a statement and went on: the implicit
 		// transaction was rolled back, nothing of the group was written.
 		// Commit each member alone, in call order.
@@ -197,6 +197,15 @@ func (s *Store) commitGroup(group []*commitReq) {
 			r.err <- err
 		}
 	}
+}
+
+// severity is pe's severity in English (the server sends it localised
+// too; FATAL and PANIC end the session, ERROR only the transaction).
+func severity(pe *pgconn.PgError) string {
+	if pe.SeverityUnlocalized != "" {
+		return pe.SeverityUnlocalized
+	}
+	return pe.Severity
 }
 
 // sendGroup sends group's statements as one batch (one implicit
