@@ -342,6 +342,18 @@ func (r *results) targets() []target {
 		t := &ts[len(ts)-1]
 		t.measured += fmt.Sprintf("; with GOMAXPROCS=2 (c′) %.0f%% (%s rps)", a.ratio*100, thousands(a.rps))
 	}
+	// Postgres (bench/run --postgres): as fast as SQLite on the same box,
+	// with a bounded tail.
+	if pg, ok := r.agg("transition", "postgres"); ok {
+		t := target{name: "Durable transition, PostgreSQL (64 runs) ≥ SQLite's rps, p99 < 20 ms", known: true}
+		if sq, ok := r.agg("transition", "sqlite"); ok && sq.rps > 0 {
+			t.met = pg.rps >= sq.rps && pg.p99 < 20
+			t.measured = fmt.Sprintf("%.2f of SQLite (%s vs %s rps), p99 %.1f ms", pg.rps/sq.rps, thousands(pg.rps), thousands(sq.rps), pg.p99)
+		} else {
+			t.known = false
+		}
+		ts = append(ts, t)
+	}
 
 	f := target{name: "10,000 subscribers: p99 delivery < 100 ms (all deliveries, and at the last subscriber)"}
 	if len(r.fanout) > 0 {
@@ -418,6 +430,7 @@ var targetNames = map[string]string{
 	"memory":      "asmp :memory: (b)",
 	"sqlite":      "asmp SQLite (c)",
 	"sqlite-gmp2": "asmp SQLite, GOMAXPROCS=2 (c′)",
+	"postgres":    "asmp PostgreSQL, same machine (d)",
 }
 
 func thousands(v float64) string {
@@ -469,7 +482,7 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 		fmt.Fprintln(w, "| Workload | Server | rps | rps range | × no-op | p50 ms | p99 ms | failed |")
 		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
 		for _, wl := range []string{"post_runs", "get_frame", "get_cli", "transition", "transition_1run"} {
-			for _, tg := range []string{"noop", "memory", "sqlite", "sqlite-gmp2"} {
+			for _, tg := range []string{"noop", "memory", "sqlite", "sqlite-gmp2", "postgres"} {
 				a, ok := r.agg(wl, tg)
 				if !ok {
 					continue

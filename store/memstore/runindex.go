@@ -264,15 +264,30 @@ func (t *runIndex) deleteAt(node int32, h int, p *probe) bool {
 // and slot, in place when no other entry lies between them (a run's
 // change moves it to the end of its groups: usually in its leaf), and
 // else by a removal and an insertion.
+//
+// When old is not its leaf's least entry and the leaf keeps more than its
+// minimum without it, old is removed where the first seek found it (no
+// node above changes: the leaf's least key and its size bound stay), so
+// a run ticked among others (64 runs round-robin: the ticked one is the
+// oldest of its groups and moves to their end) costs two descents, not
+// three.
 func (t *runIndex) move(old, new ikey) {
 	p := probe{ikey: old}
 	at := t.seek(&p)
 	if t.valid(at) && at.i > 0 { // the leaf's least key stays
 		l := t.leaves.at(at.leaf)
-		q := probe{ikey: new}
-		if l.keys[at.i].slot == old.slot && t.cmp(l.keys[at.i], &p) == 0 && t.cmp(l.keys[at.i-1], &q) < 0 {
-			if nx := t.next(at); !t.valid(nx) || t.cmp(t.key(nx), &q) > 0 {
-				l.keys[at.i] = new
+		if l.keys[at.i].slot == old.slot && t.cmp(l.keys[at.i], &p) == 0 {
+			q := probe{ikey: new}
+			if t.cmp(l.keys[at.i-1], &q) < 0 {
+				if nx := t.next(at); !t.valid(nx) || t.cmp(t.key(nx), &q) > 0 {
+					l.keys[at.i] = new
+					return
+				}
+			}
+			if t.height == 0 || l.n > leafMin {
+				copy(l.keys[at.i:l.n-1], l.keys[at.i+1:l.n])
+				l.n--
+				t.insert(new)
 				return
 			}
 		}

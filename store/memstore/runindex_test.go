@@ -426,3 +426,53 @@ func TestListWalksSmallestGroup(t *testing.T) {
 		}
 	}
 }
+
+// Moves of entries within their group — to its end, as a tick moves a
+// run ticked among others, and to random times — keep the tree's
+// invariants and its order: in place, removed where they were found, or
+// removed and inserted again.
+func TestRunIndexMoves(t *testing.T) {
+	ids := func(slot int32) []byte { return fmt.Appendf(nil, "id-%06d", slot) }
+	rng := rand.New(rand.NewPCG(9, 9))
+	x := newRunIndex(ids)
+	keys := make([]ikey, 0, 6000)
+	for i := range int32(6000) {
+		k := ikey{group: uint64(i%3) << 56, sec: int64(i), slot: i}
+		x.insert(k)
+		keys = append(keys, k)
+	}
+	sorted := func() []ikey {
+		s := slices.Clone(keys)
+		slices.SortFunc(s, func(a, b ikey) int {
+			p := probe{ikey: b}
+			return x.cmp(a, &p)
+		})
+		return s
+	}
+	clock := int64(6000)
+	for round := range 6 {
+		for range 2000 {
+			j := rng.IntN(len(keys))
+			old, nk := keys[j], keys[j]
+			if round%2 == 0 {
+				clock++
+				nk.sec = clock // to the end of its group
+			} else {
+				nk.sec = rng.Int64N(clock) // anywhere in it
+			}
+			x.move(old, nk)
+			keys[j] = nk
+		}
+		checkTree(t, &x, sorted())
+		// Thin the index out so that leaves sit near their minimum and
+		// moves take the removal and insertion too.
+		for range 700 {
+			j := rng.IntN(len(keys))
+			if !x.delete(keys[j]) {
+				t.Fatalf("key %+v not found", keys[j])
+			}
+			keys = append(keys[:j], keys[j+1:]...)
+		}
+		checkTree(t, &x, sorted())
+	}
+}

@@ -11,7 +11,9 @@
 //     the change notification in the same transaction. Under READ
 //     COMMITTED a racing UPDATE waits for the row lock and then re-checks
 //     the version, so exactly one of two writers of the same version wins
-//     and the other gets store.ErrConflict.
+//     and the other gets store.ErrConflict. Commits that arrive together
+//     share one transaction and one round trip (group commit: see
+//     commit.go), each still a compare-and-set of its own run.
 //   - AppendLedgerSigned takes a transaction-scoped advisory lock
 //     (pg_advisory_xact_lock) before reading the next seq, so appends from
 //     all processes are serialised and seqs are gap-free and unique; the
@@ -28,7 +30,8 @@
 //
 // # Durability
 //
-// A method that returns nil has committed its transaction with
+// A method that returns nil (for CommitRun: a Pending whose Wait returns
+// nil) has committed its transaction with
 // synchronous_commit on (Open turns it back on for its connections when the
 // server's default is off), so an acknowledged write survives a crash of
 // the asmp process and of the database server. Once COMMIT has been sent,
@@ -127,6 +130,7 @@ type Store struct {
 	log       *slog.Logger
 	closing   context.Context // cancelled by Close; stops Listen
 	close     context.CancelFunc
+	commits   *committer // CommitRun's group-commit queue (commit.go)
 }
 
 var (
@@ -191,10 +195,12 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		log:       o.Logger,
 		closing:   closing,
 		close:     cancel,
+		commits:   newCommitter(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	go s.runCommitter()
 	return s, nil
 }
 
@@ -210,9 +216,10 @@ func describe(c *pgx.ConnConfig, schema string) string {
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }
 
-// Close stops every Listen and closes the pool, waiting for connections in
-// use to be returned.
+// Close commits the commits already queued, stops every Listen and closes
+// the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
+	s.closeCommitter()
 	s.close()
 	s.pool.Close()
 	return nil

@@ -196,47 +196,6 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	return r, nil
 }
 
-// CommitRun implements store.RunStore. The transaction is committed (or
-// has failed) before CommitRun returns: the Pending is settled.
-func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
-	return store.Settled(s.commitRun(ctx, expected, c))
-}
-
-func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) error {
-	if err := checkCommit(c); err != nil {
-		return err
-	}
-	if c.Run.Version != expected+1 {
-		return fmt.Errorf("postgres: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
-	}
-	r := c.Run
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4, error = $5, version = $6, updated_at = $7,
-			patch_bytes = CASE WHEN $10::bigint < 0 OR patch_bytes + $10::bigint > $11::bigint THEN 0 ELSE patch_bytes + $10::bigint END, workflow_version = $12
-			WHERE id = $8 AND version = $9`,
-			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected,
-			patchLen(&c.Event), store.WholeBound(len(c.Event.Data)), r.WorkflowVersion)
-		queueRest(b, c)
-		return runBatch(ctx, tx, b)
-	})
-	if errors.Is(err, errCASMissed) {
-		var v int64
-		err := s.pool.QueryRow(ctx, `SELECT version FROM runs WHERE id = $1`, r.ID).Scan(&v)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("postgres: run %s: %w", r.ID, store.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("postgres: run %s: version moved on from %d (%v): %w", r.ID, expected, err, store.ErrConflict)
-		}
-		return fmt.Errorf("postgres: run %s at version %d, expected %d: %w", r.ID, v, expected, store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("postgres: commit run %s: %w", r.ID, err)
-	}
-	return nil
-}
-
 // Events implements store.RunStore. It reads from the last whole event at
 // or before after+1 (index events_whole), folding the deltas up to the
 // page (store.EventFold).

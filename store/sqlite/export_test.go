@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"testing"
+	"time"
 
 	msqlite "modernc.org/sqlite"
 )
@@ -33,4 +34,16 @@ func WriterStatus(tb testing.TB, s *Store) PageStatus {
 		tb.Fatal(err)
 	}
 	return p
+}
+
+// OnCommit makes s report each group's size and COMMIT time to fn; call
+// it before the first write.
+func OnCommit(s *Store, fn func(n int, commit time.Duration)) { s.onCommit = fn }
+
+// Pragma runs a PRAGMA on the writer's connection (before the first write).
+func Pragma(tb testing.TB, s *Store, pragma string) {
+	tb.Helper()
+	if _, err := s.wconn.ExecContext(tb.Context(), "PRAGMA "+pragma); err != nil {
+		tb.Fatal(err)
+	}
 }

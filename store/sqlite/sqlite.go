@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -56,6 +57,9 @@ type Store struct {
 	runs   *runCache
 	lock   *os.File // held open: the exclusive lock on the database's -lock file
 	dbLock *os.File // held open: the exclusive lock on the database file itself
+	// onCommit, when set (tests and benchmarks only, before the first
+	// write), is told each group's size and how long its COMMIT took.
+	onCommit func(n int, commit time.Duration)
 }
 
 var (
@@ -321,10 +325,14 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			r.sealed = ck
 		}
 	}
+	t0 := time.Now()
 	if _, err := tx.Exec(`COMMIT`); err != nil {
 		rollback() // a failed COMMIT may leave the transaction open
 		fail(fmt.Errorf("sqlite: commit: %w", err))
 		return
+	}
+	if s.onCommit != nil {
+		s.onCommit(len(batch), time.Since(t0))
 	}
 	for i, r := range batch {
 		if results[i] == nil && r.after != nil {
