@@ -210,6 +210,12 @@ func describe(c *pgx.ConnConfig, schema string) string {
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }
 
+// Capabilities implements store.Store: durable, and shared by every
+// replica that opens the same database and schema.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Durable: true, Shared: true}
+}
+
 // Close stops every Listen and closes the pool, waiting for connections in
 // use to be returned.
 func (s *Store) Close() error {

@@ -50,7 +50,6 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("DefinitionStore", func(t *testing.T) {
 		DefinitionStore(t, func(t *testing.T) RunsAndDefinitions { return newStore(t) })
 	})
-	t.Run("DispatcherScopes", func(t *testing.T) { DispatcherScopes(t, newStore) })
 }
 
 // RunStore runs the suite of store.RunStore against stores made by newStore.
