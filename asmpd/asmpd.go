@@ -228,20 +228,20 @@ func (cfg *Config) check() error {
 		}
 	}
 	if err := mcpbridge.CheckRows(cfg.MCPRows); err != nil {
-		return fmt.Errorf("MCPRows: %w", err)
+		return fmt.Errorf("asmpd: MCPRows: %w", err)
 	}
 	for _, o := range cfg.AllowOrigins {
 		if err := server.CheckOrigin(o); err != nil {
-			return fmt.Errorf("AllowOrigins %q: %w", o, err)
+			return fmt.Errorf("asmpd: AllowOrigins %q: %w", o, err)
 		}
 	}
 	switch {
 	case cfg.MaxRunData < 0:
-		return fmt.Errorf("MaxRunData %d: use a size in bytes, or 0 for MaxBody", cfg.MaxRunData)
+		return fmt.Errorf("asmpd: MaxRunData %d: use a size in bytes, or 0 for MaxBody", cfg.MaxRunData)
 	case cfg.Retention < 0:
-		return fmt.Errorf("Retention %s: use a positive duration, or 0 to keep every run", cfg.Retention)
+		return fmt.Errorf("asmpd: Retention %s: use a positive duration, or 0 to keep every run", cfg.Retention)
 	case cfg.RateLimit < 0:
-		return fmt.Errorf("RateLimit %v: use requests per second, or 0 for none", cfg.RateLimit)
+		return fmt.Errorf("asmpd: RateLimit %v: use requests per second, or 0 for none", cfg.RateLimit)
 	}
 	return nil
 }
