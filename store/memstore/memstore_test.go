@@ -9,10 +9,12 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store { return memstore.New() })
 }
 
 func TestLedgerCheckpointsConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunLedgerCheckpoints(t, func(t *testing.T) store.Store { return memstore.New() })
 }
 
