@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,11 +21,6 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-func TestMain(m *testing.M) {
-	examples.PaymentStep = 20 * time.Millisecond
-	os.Exit(m.Run())
-}
-
 // loopWorkflow ticks a self-loop n times, then finishes.
 func loopWorkflow() *workflow.Definition {
 	b := workflow.New("loop-v1", "LOOP").Description("Tick, then finish.")
@@ -38,7 +32,7 @@ func loopWorkflow() *workflow.Definition {
 }
 
 func allWorkflows() []*workflow.Definition {
-	return append(examples.All(), loopWorkflow())
+	return append(examples.AllWith(examples.Options{PaymentStep: 20 * time.Millisecond}), loopWorkflow())
 }
 
 // fixture is one backend under test, with its engine.

@@ -67,14 +67,33 @@ const policyText = `# Expense policy
 - Rejected claims must carry a reason.
 `
 
-// PaymentStep is how long each of the payment task's five steps takes.
-// Tests may shorten it before serving the workflow.
-var PaymentStep = 600 * time.Millisecond
+// DefaultPaymentStep is how long each of the payment task's five steps
+// takes unless Options say otherwise.
+const DefaultPaymentStep = 600 * time.Millisecond
+
+// Options vary the built-in workflows' behaviour (not their definitions:
+// a workflow built with any Options has the same version). The zero value
+// is what asmp serve serves.
+type Options struct {
+	// PaymentStep is how long each of expense-approval-v1's five payment
+	// steps takes (0: DefaultPaymentStep). Tests shorten it.
+	PaymentStep time.Duration
+}
+
+func (o Options) paymentStep() time.Duration {
+	if o.PaymentStep > 0 {
+		return o.PaymentStep
+	}
+	return DefaultPaymentStep
+}
 
 // ExpenseApproval returns expense-approval-v1: submit a claim, review it
 // (approve only up to ApprovalLimit, else escalate to finance), then a
 // background payment task that reports progress and moves the run to PAID.
-func ExpenseApproval() *workflow.Definition {
+func ExpenseApproval() *workflow.Definition { return ExpenseApprovalWith(Options{}) }
+
+// ExpenseApprovalWith is ExpenseApproval with o's behaviour.
+func ExpenseApprovalWith(o Options) *workflow.Definition {
 	sub, _ := fs.Sub(skills, "skills")
 	b := workflow.New("expense-approval-v1", "SUBMIT").
 		Description("File an expense claim, have it reviewed, and watch it being paid.")
@@ -114,7 +133,7 @@ func ExpenseApproval() *workflow.Definition {
 		Milestone("Claim approved").
 		CLI(workflow.CLIHook{Prompt: "Paying the claim", Hint: "The payment runs in the background; you may cancel it.",
 			Options: []workflow.CLIOption{{Action: "cancel", Label: "Cancel the payment", Keys: "c"}}}).
-		Task(payment, "paid", "payment_failed")
+		Task(payment(o.paymentStep()), "paid", "payment_failed")
 	b.State("PAID").Hint("The claim has been paid.").Milestone("Paid")
 	b.State("REJECTED").Hint("The claim was rejected.")
 	b.State("CANCELLED").Hint("The payment was cancelled; the claim is closed.")
@@ -151,22 +170,30 @@ func claimResource(ctx context.Context, req workflow.ResourceRequest) ([]byte, e
 	return json.Marshal(map[string]any{"amount": req.Data["amount"], "description": req.Data["description"]})
 }
 
-// payment pretends to pay the claim in five steps, reporting progress.
-func payment(ctx context.Context, tc *workflow.TaskContext) (string, error) {
-	steps := []string{"Checking the claim", "Reserving funds", "Sending the transfer", "Waiting for the bank", "Recording the payment"}
-	for i, step := range steps {
-		tc.Progress(float64(i*100/len(steps)), step)
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(PaymentStep):
+// payment returns the task that pretends to pay the claim in five steps
+// of step each, reporting progress.
+func payment(step time.Duration) func(ctx context.Context, tc *workflow.TaskContext) (string, error) {
+	return func(ctx context.Context, tc *workflow.TaskContext) (string, error) {
+		steps := []string{"Checking the claim", "Reserving funds", "Sending the transfer", "Waiting for the bank", "Recording the payment"}
+		for i, name := range steps {
+			tc.Progress(float64(i*100/len(steps)), name)
+			t := time.NewTimer(step)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return "", ctx.Err()
+			case <-t.C:
+			}
 		}
+		tc.Progress(100, "Paid")
+		return "paid", nil
 	}
-	tc.Progress(100, "Paid")
-	return "paid", nil
 }
 
 // All returns the built-in workflows, the default first.
-func All() []*workflow.Definition {
-	return []*workflow.Definition{ConfigWizard(), ExpenseApproval()}
+func All() []*workflow.Definition { return AllWith(Options{}) }
+
+// AllWith is All with o's behaviour.
+func AllWith(o Options) []*workflow.Definition {
+	return []*workflow.Definition{ConfigWizard(), ExpenseApprovalWith(o)}
 }

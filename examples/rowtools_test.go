@@ -9,6 +9,7 @@ import (
 )
 
 func TestRowsAndNumberFacts(t *testing.T) {
+	t.Parallel()
 	rows, err := examples.Rows()
 	if err != nil {
 		t.Fatal(err)

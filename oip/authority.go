@@ -26,7 +26,8 @@ const ServerPrincipal = "asmp-serve"
 // else the row's current version only if whoever dispatched that version
 // held the exec scope then (or was the server itself). The scopes of a
 // row's dispatcher are recorded beside the record when it is dispatched
-// (store.DispatcherScopes), since a token's scopes may change later.
+// (store.LedgerRecord.DispatcherScopes), in the transaction that appends
+// it, since a token's scopes may change later.
 
 // rowCallKey marks the context of an invocation made for a workflow tool
 // or task (Invoker), with the version pinned by the workflow, if any.
@@ -46,30 +47,23 @@ func rowCallOf(ctx context.Context) (rowCall, bool) {
 	return rc, ok
 }
 
-// recordDispatcher remembers the scopes of the principal in ctx as those
-// of the dispatcher of the record invID.
-func (s *Service) recordDispatcher(ctx context.Context, invID string) error {
-	ds, ok := s.st.(store.DispatcherScopes)
-	if !ok {
-		return nil
-	}
+// dispatcherScopes returns the scopes of the principal in ctx, signed,
+// as they are stored with the record invID it dispatches
+// (store.LedgerRecord.DispatcherScopes), in the append's transaction.
+func (s *Service) dispatcherScopes(ctx context.Context, invID string) ([]string, error) {
 	p := auth.FromContext(ctx)
 	scopes := slices.Clone(p.Scopes)
 	if scopes == nil {
 		scopes = []string{}
 	}
-	// The table is outside the signed ledger: the scopes carry this
+	// The scopes are kept outside the signed ledger: they carry this
 	// server's signature, so that an edit of the database cannot grant a
 	// dispatcher the exec it did not hold.
 	sig, err := s.key.signer.Sign(scopesMessage(invID, scopes))
 	if err != nil {
-		return fmt.Errorf("oip: sign the dispatcher's scopes: %w", err)
+		return nil, fmt.Errorf("oip: sign the dispatcher's scopes: %w", err)
 	}
-	scopes = append(scopes, scopesSigPrefix+base64.StdEncoding.EncodeToString(sig))
-	if err := ds.PutDispatcherScopes(context.WithoutCancel(ctx), invID, scopes); err != nil {
-		return fmt.Errorf("oip: record the dispatcher's scopes: %w", err)
-	}
-	return nil
+	return append(scopes, scopesSigPrefix+base64.StdEncoding.EncodeToString(sig)), nil
 }
 
 // scopesSigPrefix marks the element of recorded scopes that holds their
@@ -104,19 +98,17 @@ func (s *Service) mayRunForWorkflow(ctx context.Context, rec store.LedgerRecord)
 		return true, "", nil
 	}
 	held := "did not hold the exec scope when it dispatched it"
-	if ds, isDS := s.st.(store.DispatcherScopes); isDS {
-		scopes, err := ds.DispatcherScopes(ctx, rec.InvID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			held = "is not known to have held the exec scope when it dispatched it (no scopes were recorded)"
-		case err != nil:
-			return false, "", err
-		case !s.signedScopes(rec.InvID, scopes):
-			held = "is not known to have held the exec scope when it dispatched it (its recorded scopes do not carry this server's signature: edited in the database, or recorded under an earlier signing key)"
-			s.log.Warn("a dispatcher's recorded scopes fail their signature check", "inv_ID", rec.InvID, "key", rec.Key)
-		case slices.Contains(scopes, auth.ScopeExec):
-			return true, "", nil
-		}
+	scopes, err := s.st.DispatcherScopes(ctx, rec.InvID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		held = "is not known to have held the exec scope when it dispatched it (no scopes were recorded)"
+	case err != nil:
+		return false, "", err
+	case !s.signedScopes(rec.InvID, scopes):
+		held = "is not known to have held the exec scope when it dispatched it (its recorded scopes do not carry this server's signature: edited in the database, or recorded under an earlier signing key)"
+		s.log.Warn("a dispatcher's recorded scopes fail their signature check", "inv_ID", rec.InvID, "key", rec.Key)
+	case slices.Contains(scopes, auth.ScopeExec):
+		return true, "", nil
 	}
 	return false, fmt.Sprintf("The directory row %s is at version %s, dispatched by %q, which %s: a workflow runs a row's current version only when its dispatcher holds exec. Dispatch the row again with a token holding exec, or pin a version in the workflow (row: %s).",
 		rec.Key, rec.InvID, rec.Source, held, workflow.PinRow(rec.Key, "inv_ID")), nil

@@ -564,16 +564,12 @@ func newestCheckpoint(ctx context.Context, st store.LedgerStore) (*store.LedgerC
 	}
 }
 
-// checkHeads checks, for a store that keeps an index of each key's latest
-// record, that the index agrees with the ledger: the records are checked
+// checkHeads checks that the store's index of each key's latest record
+// agrees with the ledger: the records are checked
 // against the tree, the index is not, and an edited entry could hide a
 // row from the directory.
 func checkHeads(ctx context.Context, st store.LedgerStore) error {
-	hc, ok := st.(store.LedgerHeadsChecker)
-	if !ok {
-		return nil
-	}
-	key, err := hc.CheckLedgerHeads(ctx)
+	key, err := st.CheckLedgerHeads(ctx)
 	if err != nil {
 		return fmt.Errorf("oip: %w", err)
 	}

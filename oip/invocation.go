@@ -275,5 +275,5 @@ func (s *Service) appendJSON(ctx context.Context, key, typ string, v any, result
 		return Record{}, err
 	}
 	t.ResultOf, t.ReplayOf = resultOf, replayOf
-	return s.appendRecord(ctx, t)
+	return s.appendRecord(ctx, t, nil)
 }

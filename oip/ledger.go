@@ -270,8 +270,10 @@ func kind(typ string) string {
 // appendRecord appends one record under key, built from the template rec
 // (whose InvID, Key, Type, Body, Timestamp, Source, ResultOf and ReplayOf
 // are set). It fills in seq, supersedes and entry_hash inside the store's
-// transaction and adds the record's leaf to the Merkle tree.
-func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) {
+// transaction and adds the record's leaf to the Merkle tree. scopes, when
+// not nil, are the dispatcher's (dispatcherScopes), stored with the record
+// in the append's transaction.
+func (s *Service) appendRecord(ctx context.Context, rec Record, scopes []string) (Record, error) {
 	var (
 		built Record
 		leaf  [hashSize]byte
@@ -316,7 +318,7 @@ func (s *Service) appendRecord(ctx context.Context, rec Record) (Record, error) 
 			InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
 			Timestamp: ts, Source: r.Source, EntryHash: r.EntryHash,
 			Supersedes: r.Supersedes, ResultOf: r.ResultOf, ReplayOf: r.ReplayOf,
-			Canonical: canon,
+			Canonical: canon, DispatcherScopes: scopes,
 		}, nil
 	}, s.sign)
 	if err != nil {
@@ -561,14 +563,13 @@ func (s *Service) dispatchRow(ctx context.Context, key string, body []byte) (Rec
 	if err != nil {
 		return Receipt{}, err
 	}
-	rec, err := s.appendRecord(ctx, t)
+	scopes, err := s.dispatcherScopes(ctx, t.InvID)
 	if err != nil {
 		return Receipt{}, err
 	}
-	if err := s.recordDispatcher(ctx, rec.InvID); err != nil {
-		// The version stands; without its dispatcher's scopes workflows
-		// refuse to run it unpinned, which is the safe side.
-		s.log.Error("recording a row's dispatcher failed", "key", key, "inv_ID", rec.InvID, "err", err)
+	rec, err := s.appendRecord(ctx, t, scopes)
+	if err != nil {
+		return Receipt{}, err
 	}
 	return receiptOf(rec), nil
 }

@@ -214,7 +214,7 @@ func (s *Service) rotateKey(ctx context.Context, old store.LedgerCheckpoint) err
 		return err
 	}
 	t.Source = "asmp"
-	rec, err := s.appendRecord(ctx, t)
+	rec, err := s.appendRecord(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("oip: key rotation: %w", err)
 	}

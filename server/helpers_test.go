@@ -55,7 +55,7 @@ type setup struct {
 func start(t *testing.T, s setup) *env {
 	t.Helper()
 	if s.defs == nil {
-		s.defs = examples.All()
+		s.defs = examples.AllWith(testExamples)
 	}
 	if s.newStor == nil {
 		s.newStor = backends["memory"]

@@ -19,7 +19,8 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-func init() { examples.PaymentStep = 40 * time.Millisecond }
+// testExamples serve the built-in workflows with payments of short steps.
+var testExamples = examples.Options{PaymentStep: 40 * time.Millisecond}
 
 // streamLines opens a stream and delivers its lines (decoded) on a channel.
 type streamConn struct {

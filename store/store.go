@@ -55,7 +55,11 @@
 // waits, so with a batching store a run's next transition queues behind
 // this one and both share one fsync.
 //
-// # Optional capabilities
+// # Capabilities
+//
+// Store.Capabilities describes what a backend offers (durable, shared
+// between replicas, group commit) as a value, which the server reads to
+// choose how to run: nothing type-asserts a store to find its kind.
 //
 // Notifier and Pinger are not part of Store. They are capabilities some
 // backends have (Postgres: both; SQLite: Pinger), and they change what a
@@ -266,6 +270,13 @@ type LedgerRecord struct {
 	// entry_hash and Merkle leaf are the SHA-256 of); nil for a record of
 	// a release that did not store them, until the upgrade fills it in.
 	Canonical []byte
+	// DispatcherScopes, when not nil, are the scopes the record's
+	// dispatcher held when it dispatched it (an empty list: none).
+	// AppendLedgerSigned stores them beside the record, in the append's
+	// transaction, outside the record (not hashed, not part of its
+	// canonical JSON); LedgerStore.DispatcherScopes reads them back.
+	// Reads of records leave it nil.
+	DispatcherScopes []string
 }
 
 // RunCursor is a position in StaleRuns' order: the last run seen.
@@ -475,7 +486,10 @@ type LedgerStore interface {
 	// none) and the records after it, in seq order, with their Canonical
 	// bytes; the checkpoint it returns is stored in the same transaction.
 	// It returns the record and the checkpoint committed with it. A sign
-	// error aborts the whole transaction.
+	// error aborts the whole transaction. The built record's
+	// DispatcherScopes, when not nil, are stored in the same transaction:
+	// an append that fails stores no scopes, and a committed record whose
+	// build gave scopes always has them.
 	AppendLedgerSigned(ctx context.Context, key string, build func(LedgerPrev) (LedgerRecord, error), sign LedgerSigner) (LedgerRecord, LedgerCheckpoint, error)
 
 	// LatestLedgerCheckpoint returns the stored checkpoint of the largest
@@ -505,6 +519,25 @@ type LedgerStore interface {
 	// SetLedgerVerified records the size of a full check; it never lowers
 	// the size recorded (replicas check concurrently).
 	SetLedgerVerified(ctx context.Context, size int64) error
+
+	// DispatcherScopes returns the scopes stored with the record invID
+	// by its append (LedgerRecord.DispatcherScopes), an empty list as an
+	// empty list: what the OIP service needs to decide whether the
+	// current version of a directory row may run for a workflow (SPEC
+	// section 16, "Who can change what runs"). ErrNotFound when none were
+	// stored (a record appended without them, or by an older release).
+	DispatcherScopes(ctx context.Context, invID string) ([]string, error)
+
+	// CheckLedgerHeads checks the store's index of each key's latest
+	// record (what LedgerHead and LedgerLatest read) against the records:
+	// it returns the first key whose entry disagrees with the ledger
+	// (missing, naming another record or type, or naming no record of
+	// its key) or that has a record with a seq below 1 (outside every
+	// range the checks walk), or "" when every entry agrees. A store
+	// whose index no one else can write (in memory) returns "". The
+	// ledger's full check calls it: an edited index could hide a row from
+	// the directory.
+	CheckLedgerHeads(ctx context.Context) (key string, err error)
 }
 
 // Definition is one stored workflow definition: immutable once stored.
@@ -596,9 +629,30 @@ type Store interface {
 	LedgerStore
 	DefinitionStore
 
+	// Capabilities describes what the backend offers beyond the
+	// contract; it is constant for the life of the store.
+	Capabilities() Capabilities
+
 	// Close releases the store's resources. Commits handed over before
 	// Close are applied (or fail) before it returns.
 	Close() error
+}
+
+// Capabilities is what a backend offers beyond the contract, which a
+// server reads to decide how to run (never how to write: every backend
+// keeps the whole contract). The zero value is a store in memory, private
+// to one process.
+type Capabilities struct {
+	// Durable: what the store holds survives a restart of the process.
+	Durable bool
+	// Shared: other processes (replicas) may read and write the same
+	// data at the same time, so the ledger's signing state and the runs
+	// may change behind this process's back.
+	Shared bool
+	// GroupCommit: CommitRun queues commits and makes each group durable
+	// with one sync of the disk (see Committing), so a process serving
+	// requests gains from a second CPU while a group waits for the disk.
+	GroupCommit bool
 }
 
 // LedgerCheckpoint is a signed tree head of the ledger, stored in the same

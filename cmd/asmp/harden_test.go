@@ -250,13 +250,13 @@ func TestTokenErrorsEchoNoSecret(t *testing.T) {
 	for _, tok := range []string{
 		"Zm9vYmFyYmF6cXV4cXV1eA", // no '=': all of it may be the secret
 		"Zm9v+/YmFy=YmF6cXV4cXV1eA==",
-		"ci=0123456789abcdef:s3cr3tp4rt",
+		"ci=0123456789abcdef:reed", // a mistyped scope: refused, the secret not shown
 	} {
 		out, err := runAsmp(t, "serve", "--db", ":memory:", "--addr", "127.0.0.1:0", "--token", tok)
-		if err == nil {
-			t.Fatalf("--token %q accepted", tok)
+		if err == nil || strings.Contains(out, "listening on") { // a server that started runs until runAsmp's timeout kills it
+			t.Fatalf("--token %q accepted:\n%s", tok, out)
 		}
-		for _, part := range []string{"Zm9v", "YmFy", "s3cr3t", "0123456789"} {
+		for _, part := range []string{"Zm9v", "YmFy", "0123456789"} {
 			if strings.Contains(tok, part) && strings.Contains(out, part) {
 				t.Fatalf("--token %q: the error shows %q:\n%s", tok, part, out)
 			}

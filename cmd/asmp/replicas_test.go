@@ -20,6 +20,9 @@ import (
 // skips (locally) / fails (in CI) without ASMP_TEST_POSTGRES.
 func freshDatabase(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: tests on Postgres need a server (scripts/test runs them)")
+	}
 	base := os.Getenv("ASMP_TEST_POSTGRES")
 	if base == "" {
 		if os.Getenv("CI") != "" {

@@ -49,6 +49,9 @@ func TestAttachPlainFromPipe(t *testing.T) {
 // locally and tmux is installed on CI.
 func tmuxOrSkip(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the terminal tests need tmux (scripts/test runs them)")
+	}
 	if p, err := exec.LookPath("tmux"); err == nil {
 		return p
 	}

@@ -159,13 +159,10 @@ func (m *fakeModel) requests() []chatRequest {
 // call builds a turn's tool call.
 func call(name, args string) []string { return []string{"call:" + name, args} }
 
-var paymentOnce sync.Once
-
 // driveServer serves the built-in workflows with task workers running.
 func driveServer(t testing.TB) string {
 	t.Helper()
-	paymentOnce.Do(func() { examples.PaymentStep = 5 * time.Millisecond })
-	eng, err := engine.New(memstore.New(), append(examples.All(), examples.NumberFacts()), nil)
+	eng, err := engine.New(memstore.New(), append(examples.AllWith(examples.Options{PaymentStep: 5 * time.Millisecond}), examples.NumberFacts()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

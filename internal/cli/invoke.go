@@ -14,9 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
-	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/command"
 	"github.com/asmp-dev/asmp/oip/runner"
@@ -240,8 +238,8 @@ func invokeExit(rc *oip.Receipt) error {
 	}
 }
 
-// The server side of invocations: the execution flags of asmp serve, the
-// executor built from them, and the example rows dispatched at start-up.
+// The server side of invocations: the execution flags of asmp serve and
+// the executor built from them.
 
 // execFlags are the --allow-exec and --exec-* flags of asmp serve.
 type execFlags struct {
@@ -295,24 +293,4 @@ func newExecutor(f execFlags, log *slog.Logger) (oip.Executor, string, error) {
 	}
 	desc := fmt.Sprintf("on: allow=%s timeout<=%s max_output=%d dir=%s", strings.Join(allowed, ","), f.timeout, f.maxOutput, ex.Dir())
 	return ex, desc, nil
-}
-
-// installExampleRows dispatches the built-in examples' directory rows,
-// each only when the ledger does not hold it unchanged already.
-func installExampleRows(ctx context.Context, ledger *oip.Service, log *slog.Logger) error {
-	rows, err := examples.Rows()
-	if err != nil {
-		return err
-	}
-	ctx = auth.WithPrincipal(ctx, auth.Principal{Name: oip.ServerPrincipal, Scopes: auth.AllScopes})
-	for _, r := range rows {
-		rc, did, err := ledger.EnsureRow(ctx, r.Key, r.Body)
-		if err != nil {
-			return fmt.Errorf("dispatching the example row %s: %w", r.Key, err)
-		}
-		if did {
-			log.Info("dispatched an example directory row", "key", r.Key, "inv_ID", rc.InvID)
-		}
-	}
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asmp-dev/asmp/asmpd"
 	"github.com/asmp-dev/asmp/oip"
 	oipverify "github.com/asmp-dev/asmp/oip/verify"
 	"github.com/asmp-dev/asmp/oip/wire"
@@ -60,10 +60,11 @@ otherwise. --json prints the report on stdout in both cases.`,
 				}
 			}
 			ctx := cmd.Context()
-			st, _, keyPath, err := openStore(ctx, db, slog.New(slog.DiscardHandler), nil)
+			st, info, err := asmpd.OpenStore(ctx, db, nil)
 			if err != nil {
 				return err
 			}
+			keyPath := info.KeyPath
 			defer st.Close()
 			if keyFile != "" {
 				keyPath = keyFile

@@ -7,12 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,19 +18,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asmp-dev/asmp/asmpd"
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/agentstate"
 	"github.com/asmp-dev/asmp/internal/gctune"
 	"github.com/asmp-dev/asmp/internal/mcpbridge"
-	"github.com/asmp-dev/asmp/oip"
-	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
-	"github.com/asmp-dev/asmp/store"
-	"github.com/asmp-dev/asmp/store/memstore"
-	"github.com/asmp-dev/asmp/store/postgres"
-	"github.com/asmp-dev/asmp/store/sqlite"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -143,52 +134,6 @@ func newLogger(env *Env, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
-// openStore opens the store named by --db. keyPath is where the ledger's
-// signing key lives ("" for an in-memory store: a new key per process).
-func openStore(ctx context.Context, db string, log *slog.Logger, onResume func()) (st store.Store, desc, keyPath string, err error) {
-	switch {
-	case db == ":memory:":
-		return memstore.New(), "memory (nothing survives a restart)", "", nil
-	case strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://"):
-		s, err := postgres.Open(ctx, db, &postgres.Options{Logger: log, OnListenResume: onResume})
-		if err != nil {
-			return nil, "", "", err // never contains the password
-		}
-		keyPath, err := ledgerKeyPath(os.Getenv)
-		if err != nil {
-			s.Close()
-			return nil, "", "", err
-		}
-		return s, s.String(), keyPath, nil
-	default:
-		s, err := sqlite.Open(context.Background(), db, nil)
-		if err != nil {
-			return nil, "", "", err
-		}
-		return s, "sqlite " + s.Path(), s.Path() + ".key", nil
-	}
-}
-
-// ledgerKeyPath is where a server on Postgres keeps the ledger's signing
-// key: ASMP_LEDGER_KEY, else asmp-ledger.key in the user's asmp state
-// directory (ASMP_STATE_DIR, else the user config directory's asmp/),
-// created 0700 if missing; never the working directory, where `git add .`
-// would pick it up. Replicas of one ledger must share it (give them the
-// same file).
-func ledgerKeyPath(getenv func(string) string) (string, error) {
-	if p := getenv("ASMP_LEDGER_KEY"); p != "" {
-		return p, nil
-	}
-	dir, err := agentstate.Dir(getenv)
-	if err != nil {
-		return "", fmt.Errorf("no directory for the ledger's signing key (set ASMP_LEDGER_KEY or ASMP_STATE_DIR): %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("creating the directory of the ledger's signing key: %w", err)
-	}
-	return filepath.Join(dir, "asmp-ledger.key"), nil
-}
-
 func loadWorkflows(files []string) ([]*workflow.Definition, error) {
 	if len(files) == 0 {
 		return append(examples.All(), examples.NumberFacts()), nil
@@ -229,23 +174,16 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// publicHosts is the host of --public-url, the one name (besides loopback
-// names on loopback) the server answers to when it is given.
-func publicHosts(publicURL string) []string {
-	if u, err := url.Parse(publicURL); publicURL != "" && err == nil && u.Hostname() != "" {
-		return []string{u.Hostname()}
-	}
-	return nil
-}
-
 func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) error {
 	log, err := newLogger(env, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
-	defs, err := loadWorkflows(files)
-	if err != nil {
-		return err
+	var defs []*workflow.Definition // nil: the built-in examples, with their rows
+	if len(files) > 0 {
+		if defs, err = loadWorkflows(files); err != nil {
+			return err
+		}
 	}
 	for _, d := range defs {
 		for _, w := range d.Warnings {
@@ -255,11 +193,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	tokens, err := auth.NewTokens(f.tokens, env.Getenv("ASMP_TOKENS"))
 	if err != nil {
 		return err
-	}
-	for _, n := range tokens.Names() {
-		if n == oip.ServerPrincipal || n == oip.TaskActor {
-			return fmt.Errorf("token name %q is reserved: it names what the server does itself; choose another name", n)
-		}
 	}
 	loopback := isLoopback(f.addr)
 	if !loopback && tokens.Len() == 0 && !f.insecure {
@@ -286,7 +219,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			return fmt.Errorf("--trust-proxy %q: %w; it takes the proxies' addresses as CIDR ranges, e.g. --trust-proxy 127.0.0.1/32 (the bare form, which trusted every peer, is gone)", f.trustProxy, err)
 		}
 	}
-	if f.publicURL != "" && publicHosts(f.publicURL) == nil {
+	if f.publicURL != "" && asmpd.PublicHosts(f.publicURL) == nil {
 		return fmt.Errorf("--public-url %q: give the base URL clients use, with scheme and host, e.g. https://asmp.example.com", f.publicURL)
 	}
 	for _, o := range f.origins {
@@ -297,41 +230,8 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.maxRunData < 0 {
 		return fmt.Errorf("--max-run-data %d: use a size in bytes, or 0 for the body limit (--max-body)", f.maxRunData)
 	}
-	maxRunData := f.maxRunData
-	if maxRunData == 0 {
-		maxRunData = f.maxBody
-	}
 	if f.retention < 0 {
 		return fmt.Errorf("--retention %s: use a positive duration such as 720h, or 0 to keep every run", f.retention)
-	}
-	// Listen before anything is created, so that a busy port is reported
-	// before a database, a signing key and example rows appear.
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("listen on %s: the address is in use (another asmp serve?): stop that server, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:8001", f.addr)
-		}
-		return fmt.Errorf("listen on %s: %w", f.addr, err)
-	}
-	defer ln.Close()
-	var eng *engine.Engine
-	resume := func() {
-		if eng != nil {
-			eng.CatchUp(context.Background())
-		}
-	}
-	st, dbDesc, keyPath, err := openStore(ctx, f.db, log, resume)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, ok := st.(*sqlite.Store); ok && runtime.GOMAXPROCS(0) < 2 {
-		// On one CPU Go runs one goroutine at a time, and the SQLite
-		// writer's fsync would hold it: with two, requests keep being
-		// served while a group commit waits for the disk (3-4x the durable
-		// transition rate when pinned to one core; docs/PERFORMANCE.md).
-		runtime.GOMAXPROCS(2)
-		log.Info("raised GOMAXPROCS to 2 so that request handling overlaps SQLite's fsync")
 	}
 	if f.gcFloor > 0 && os.Getenv("GOGC") == "" {
 		// A server with a small live heap would otherwise collect every few
@@ -342,99 +242,38 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return err
 	}
-	tampered := make(chan error, 1)
-	_, replicated := st.(*postgres.Store) // replicas share a Postgres database
-	ledger, err := oip.New(st, &oip.Options{KeyPath: keyPath, Logger: log, MaxBody: f.maxBody, Executor: executor,
-		RotateKey: f.rotateKey, ResetHead: f.resetHead, SharedStore: replicated,
-		OnTamper: func(err error) {
-			select {
-			case tampered <- err:
-			default:
-			}
-		}})
-	if err != nil {
-		return fmt.Errorf("opening the OIP ledger: %w", err)
+	d, err := asmpd.Open(ctx, asmpd.Config{
+		Addr: f.addr, DB: f.db, RotateLedgerKey: f.rotateKey, ResetLedgerHead: f.resetHead, Executor: executor,
+		Workflows: defs, DefaultWorkflow: f.defaultWF, MaxRunData: f.maxRunData,
+		Workers: f.workers, TaskLease: f.taskLease, Retention: f.retention,
+		Tokens: tokens, PublicURL: f.publicURL, TrustProxy: proxies, AllowOrigins: f.origins,
+		MaxBody: f.maxBody, MaxDepth: f.maxDepth, Heartbeat: f.heartbeat,
+		RateLimit: rateLimit, RateBurst: f.rateBurst, MaxStreamsPerClient: f.maxStreams,
+		MCPPoll: f.mcpPoll, MCPRows: f.mcpRows, ShutdownGrace: f.grace, Logger: log,
+	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen on %s: the address is in use (another asmp serve?): stop that server, or listen elsewhere with --addr, e.g. --addr 127.0.0.1:8001", f.addr)
 	}
-	if len(files) == 0 {
-		if err := installExampleRows(ctx, ledger, log); err != nil {
-			return err
-		}
-	}
-	eng, err = engine.New(st, defs, &engine.Options{Default: f.defaultWF, Logger: log, Invoker: oip.NewInvoker(ledger), MaxRunData: maxRunData})
 	if err != nil {
 		return err
 	}
-	opts := &server.Options{
-		PublicURL:           f.publicURL,
-		TrustProxy:          proxies,
-		AllowOrigins:        f.origins,
-		LocalHostsOnly:      loopback,
-		Hosts:               publicHosts(f.publicURL),
-		MaxBody:             f.maxBody,
-		MaxDepth:            f.maxDepth,
-		Heartbeat:           f.heartbeat,
-		Logger:              log,
-		API:                 ledger.API(),
-		RateLimit:           rateLimit,
-		RateBurst:           f.rateBurst,
-		MaxStreamsPerClient: f.maxStreams,
-		Ready:               ledgerReady(ledger),
-		AllowExec:           executor != nil,
-		LedgerSize:          st.LedgerSize,
-	}
-	var mcpHandler *mcpbridge.Handler
-	opts.MCP = func(s *server.Server) http.Handler {
-		mcpHandler = mcpbridge.NewHandler(s, mcpbridge.HTTPOptions{
-			Options: mcpbridge.Options{Logger: log, Rows: f.mcpRows}, Base: s.BaseURL,
-			Ledger: ledger.Handler(), Poll: f.mcpPoll, MaxBody: f.maxBody, AllowExec: executor != nil,
-			Engine: eng, MaxDepth: f.maxDepth, // run tools drive the engine in-process
-		})
-		return mcpHandler
+	defer d.Close()
+	if d.Capabilities().GroupCommit && runtime.GOMAXPROCS(0) < 2 {
+		// On one CPU Go runs one goroutine at a time, and a group commit's
+		// fsync would hold it: with two, requests keep being served while
+		// a group waits for the disk (3-4x the durable transition rate
+		// when pinned to one core; docs/PERFORMANCE.md).
+		runtime.GOMAXPROCS(2)
+		log.Info("raised GOMAXPROCS to 2 so that request handling overlaps the store's fsync")
 	}
 	authDesc := "none (open server: every caller holds every scope)"
 	if tokens.Len() > 0 {
-		opts.Authenticate = tokens.Authenticate
-		opts.TokenClaim = tokens.Claim
 		authDesc = "tokens " + strings.Join(tokens.Names(), " ")
 	}
-	srv := server.New(eng, opts)
-	defer mcpHandler.Close()
-	followCtx, stopFollow := context.WithCancel(context.Background())
-	defer stopFollow()
-	go func() {
-		if err := eng.FollowStore(followCtx); err != nil && followCtx.Err() == nil {
-			log.Error("following other replicas' commits stopped", "err", err)
-		}
-	}()
-	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: f.workers, Lease: f.taskLease})
-	keepCtx, stopKeeping := context.WithCancel(context.Background())
-	defer stopKeeping()
-	if f.retention > 0 {
-		every := min(max(f.retention/4, time.Second), 10*time.Minute)
-		go eng.KeepRuns(keepCtx, f.retention, every, func(n int, err error) {
-			if err != nil {
-				log.Error("retention: pruning ended runs failed", "err", err)
-				return
-			}
-			log.Info("retention: deleted ended runs", "runs", n, "unchanged_for", f.retention)
-		})
-	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second, // streams lift it for themselves
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    server.ServerMaxHeaderBytes, // over server.DefaultMaxHeader: a JSON 431 from the handler
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ids := make([]string, len(defs))
-	for i, d := range defs {
-		ids[i] = d.ID
-	}
-	url := "http://" + ln.Addr().String()
-	if f.publicURL != "" {
-		url = f.publicURL
+	eng := d.Engine()
+	ids := make([]string, 0, len(eng.Workflows()))
+	for _, def := range eng.Workflows() {
+		ids = append(ids, def.ID)
 	}
 	// Catch signals before saying we listen: a SIGTERM sent on that line
 	// is a clean stop.
@@ -442,67 +281,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	defer stop()
 	// One write, so that whoever reads the listening line has the rest.
 	var started strings.Builder
-	fmt.Fprintf(&started, "asmp %s listening on http://%s\n", version(), ln.Addr())
-	writeServeNext(&started, url)
+	fmt.Fprintf(&started, "asmp %s listening on http://%s\n", version(), d.Addr())
+	writeServeNext(&started, d.URL())
 	io.WriteString(env.Stderr, started.String())
-	log.Info("serving", "url", url, "ledger_key", ledger.VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", dbDesc, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
-
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	go verifyLedger(ledger, log)
-	select {
-	case err := <-errc:
-		workers.Stop(0)
-		return fmt.Errorf("serve: %w", err)
-	case err := <-tampered:
-		log.Error("stopping: the ledger failed its integrity check", "err", err)
-		workers.Stop(0)
-		// The request that found it (an append refused) gets its answer.
-		srv.Shutdown()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = hs.Shutdown(sctx)
-		cancel()
-		_ = hs.Close()
-		return err
-	case <-sigCtx.Done():
-	}
-	log.Info("shutting down", "grace", f.grace)
-	srv.Shutdown() // streams send a final line and return
-	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		log.Warn("requests still running at the deadline were cut off", "err", err)
-	}
-	workers.Stop(f.grace)
-	eng.Hub().CloseAll()
-	log.Info("stopped")
-	return nil
-}
-
-// ledgerReady is /readyz's ledger condition: ready once the full check
-// of the ledger that start-up left to the background has passed.
-func ledgerReady(l *oip.Service) func() error {
-	return func() error {
-		if l.Ready() {
-			return nil
-		}
-		return protocol.Errorf(protocol.EUnavailable, "The ledger's records are still being checked after start (progress in the server log).")
-	}
-}
-
-// verifyLedger runs the ledger's full check in the background, logging
-// its progress; a failure reaches the server through OnTamper.
-func verifyLedger(l *oip.Service, log *slog.Logger) {
-	last := time.Now()
-	err := l.Verify(context.Background(), func(done, total int64) {
-		if time.Since(last) >= 5*time.Second {
-			last = time.Now()
-			log.Info("checking the ledger", "records_checked", done, "of", total)
-		}
-	})
-	if err != nil {
-		log.Error("the ledger's full check did not finish", "err", err)
-		return
-	}
-	log.Info("ledger checked: every record matches its signed checkpoints")
+	log.Info("serving", "url", d.URL(), "ledger_key", d.Ledger().VerifierKey(), "workflows", strings.Join(ids, ","), "default", eng.Default().ID, "db", d.StoreInfo().Description, "auth", authDesc, "rate_limit", f.rateLimit, "exec", execDesc)
+	return d.Run(sigCtx)
 }

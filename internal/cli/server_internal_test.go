@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/asmp-dev/asmp/internal/agentstate"
@@ -39,24 +37,5 @@ func TestServerRule(t *testing.T) {
 		if got := serverFor(envWith(c.env), c.flag, c.run); got != c.want {
 			t.Errorf("%s: serverFor = %q, want %q", c.name, got, c.want)
 		}
-	}
-}
-
-// A server on Postgres keeps the ledger's signing key in the user's state
-// directory (never the working directory), or where ASMP_LEDGER_KEY says.
-func TestLedgerKeyPath(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	env := map[string]string{"ASMP_STATE_DIR": dir}
-	getenv := func(k string) string { return env[k] }
-	p, err := ledgerKeyPath(getenv)
-	if err != nil || p != filepath.Join(dir, "asmp-ledger.key") {
-		t.Fatalf("ledgerKeyPath = %q, %v", p, err)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("state dir: %v %v", fi, err)
-	}
-	env["ASMP_LEDGER_KEY"] = "/elsewhere/k.key"
-	if p, _ := ledgerKeyPath(getenv); p != "/elsewhere/k.key" {
-		t.Fatalf("ASMP_LEDGER_KEY ignored: %q", p)
 	}
 }

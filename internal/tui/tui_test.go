@@ -24,9 +24,9 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-func newEngine(t *testing.T) *engine.Engine {
+func newEngine(t *testing.T, o examples.Options) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(memstore.New(), examples.All(), nil)
+	eng, err := engine.New(memstore.New(), examples.AllWith(o), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +36,12 @@ func newEngine(t *testing.T) *engine.Engine {
 }
 
 // backends gives the UI a local engine and a real HTTP server.
-func backends(t *testing.T) map[string]client.Backend {
-	local := embedded.New(newEngine(t))
-	eng := newEngine(t)
+func backends(t *testing.T) map[string]client.Backend { return backendsWith(t, examples.Options{}) }
+
+// backendsWith is backends serving the built-in workflows with o.
+func backendsWith(t *testing.T, o examples.Options) map[string]client.Backend {
+	local := embedded.New(newEngine(t, o))
+	eng := newEngine(t, o)
 	srv := server.New(eng, nil)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Shutdown(); ts.Close() })
@@ -165,9 +168,7 @@ func (f *flaky) Transition(ctx context.Context, runID, action string, input map[
 // Typed fields, client-side validation, a server error with retry, and a
 // background task with a progress bar.
 func TestExpenseWithProgressAndErrors(t *testing.T) {
-	examples.PaymentStep = 150 * time.Millisecond
-	t.Cleanup(func() { examples.PaymentStep = 600 * time.Millisecond })
-	for name, b := range backends(t) {
+	for name, b := range backendsWith(t, examples.Options{PaymentStep: 150 * time.Millisecond}) {
 		t.Run(name, func(t *testing.T) {
 			fb := &flaky{Backend: b}
 			tm := start(t, tui.Options{Backend: fb, WorkflowID: "expense-approval-v1"})
@@ -258,9 +259,7 @@ func TestPlainLoop(t *testing.T) {
 
 // The plain loop waits out a background task, printing its progress.
 func TestPlainProcessing(t *testing.T) {
-	examples.PaymentStep = 30 * time.Millisecond
-	t.Cleanup(func() { examples.PaymentStep = 600 * time.Millisecond })
-	b := backends(t)["http"]
+	b := backendsWith(t, examples.Options{PaymentStep: 30 * time.Millisecond})["http"]
 	in := strings.NewReader("amount=5 description=Pens\na\n")
 	var out bytes.Buffer
 	r, err := tui.RunPlain(t.Context(), tui.Options{Backend: b, WorkflowID: "expense-approval-v1", In: in, Out: &out, ASCII: true})

@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,8 +55,9 @@ func TestMain(m *testing.M) {
 		artifacts = filepath.Join(os.TempDir(), "asmp-test-artifacts")
 	}
 	artifacts = filepath.Join(artifacts, "console")
+	flag.Parse()
 	path, err := exec.LookPath("chromium")
-	if err != nil {
+	if err != nil || testing.Short() {
 		missing = "chromium is not installed (scripts/test installs it with apt-get)"
 		os.Exit(m.Run())
 	}
@@ -84,6 +86,9 @@ func TestMain(m *testing.M) {
 // missing browser is a failure.
 func needBrowser(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the browser tests need chromium (scripts/test runs them)")
+	}
 	if browserCtx != nil {
 		return
 	}

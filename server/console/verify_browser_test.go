@@ -15,6 +15,7 @@ import (
 
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
+	"github.com/asmp-dev/asmp/store/memstore"
 )
 
 // The browser's RFC 8785 canonical JSON is byte for byte the one the Go
@@ -95,10 +96,7 @@ func TestBrowserVerifiesEveryProofShape(t *testing.T) {
 // A background task's progress shows as a bar while it runs, and the
 // run's CLI key (a: Approve) fires the action.
 func TestTaskProgressAndKeyboard(t *testing.T) {
-	saved := examples.PaymentStep
-	examples.PaymentStep = 150 * time.Millisecond
-	t.Cleanup(func() { examples.PaymentStep = saved })
-	s := newServer(t, nil)
+	s := newServerOn(t, memstore.New(), examples.AllWith(examples.Options{PaymentStep: 150 * time.Millisecond}), nil)
 	id := s.start(t, "expense-approval-v1")
 	if _, err := s.eng.Transition(context.Background(), id, "submit", map[string]any{"amount": 25.0, "description": "Taxi"}, engine.TransitionOptions{}); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ func sampleEvents() []store.Event {
 // Every event comes back from the log exactly as it went in: times with
 // their location, nil and empty data and milestones told apart.
 func TestEventLogRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := New()
 	in := sampleEvents()
 	s.newRun(&store.Commit{Run: store.Run{ID: "r", Version: 1}, Event: in[0]})
@@ -100,6 +101,7 @@ func FuzzDecodeEvent(f *testing.F) {
 // it matches its latest event: times with their zone, nil and empty
 // milestones, data shared with a whole event or kept apart.
 func TestCurrentValueRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := New()
 	paris := time.FixedZone("CET", 3600)
 	c := store.Commit{

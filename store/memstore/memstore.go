@@ -43,7 +43,7 @@ type Store struct {
 	counts   map[countKey]int64 // runs by workflow and stored status, kept by every change
 	names    names              // workflow ids, versions, states and statuses of runs
 	defs     definitions
-	scopes   sync.Map                 // inv_ID -> the dispatcher's scopes ([]string)
+	scopes   map[string][]string      // inv_ID -> the dispatcher's scopes, under mu
 	cks      []store.LedgerCheckpoint // by tree size, ascending
 	vsize    int64                    // LedgerVerified
 }
@@ -162,6 +162,7 @@ func New() *Store {
 		byInv:  map[string]int64{},
 		byKey:  map[string][]int64{},
 		replay: map[string][]string{},
+		scopes: map[string][]string{},
 		counts: map[countKey]int64{},
 		names:  newNames(),
 	}
@@ -558,6 +559,8 @@ func (s *Store) appendLedger(key string, build func(store.LedgerPrev) (store.Led
 	if err != nil {
 		return store.LedgerRecord{}, store.LedgerCheckpoint{}, err
 	}
+	built := rec
+	rec.DispatcherScopes = nil // kept beside the record, in s.scopes
 	if rec.Seq != prev.Seq || rec.Key != key {
 		return store.LedgerRecord{}, store.LedgerCheckpoint{}, fmt.Errorf("memstore: built record has seq %d key %q, want %d %q", rec.Seq, rec.Key, prev.Seq, key)
 	}
@@ -584,13 +587,16 @@ func (s *Store) appendLedger(key string, build func(store.LedgerPrev) (store.Led
 	if sign != nil {
 		s.cks = append(s.cks, ck)
 	}
+	if built.DispatcherScopes != nil {
+		s.scopes[rec.InvID] = slices.Clone(built.DispatcherScopes)
+	}
 	s.ledger = append(s.ledger, rec)
 	s.byInv[rec.InvID] = rec.Seq
 	s.byKey[key] = append(s.byKey[key], rec.Seq)
 	if rec.ReplayOf != "" {
 		s.replay[rec.ReplayOf] = append(s.replay[rec.ReplayOf], rec.InvID)
 	}
-	return rec, ck, nil
+	return built, ck, nil
 }
 
 // LatestLedgerCheckpoint implements store.Store.
@@ -771,3 +777,7 @@ func (s *Store) ReplayedBy(ctx context.Context, invID string, limit int) ([]stri
 
 // Close implements store.Store.
 func (s *Store) Close() error { return nil }
+
+// Capabilities implements store.Store: the zero value, a store in memory
+// private to its process.
+func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{} }

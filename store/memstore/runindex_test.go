@@ -190,6 +190,7 @@ func randomOps(t *testing.T, s *Store, seed uint64, ops int) {
 // between groups, and deletions: enough of them to split and merge the
 // index's nodes at several heights.
 func TestRunIndexRandomized(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			s := New()
@@ -204,6 +205,7 @@ func TestRunIndexRandomized(t *testing.T) {
 // Runs whose ids hash alike are told apart by their ids: with every id
 // hashing to one value, the store still finds, lists and deletes each.
 func TestHashCollisions(t *testing.T) {
+	t.Parallel()
 	s := New()
 	s.hashFn = func(string) uint64 { return 7 }
 	randomOps(t, s, 42, 1500)
@@ -216,6 +218,7 @@ func TestHashCollisions(t *testing.T) {
 // few runs, the chunks hold at most about twice the live bytes, and the
 // runs read back whole.
 func TestArenaCompacts(t *testing.T) {
+	t.Parallel()
 	s := New()
 	ctx := t.Context()
 	data := json.RawMessage(`{"pad":"` + string(make([]byte, 0)) + fmt.Sprintf("%0900d", 0) + `"}`)
@@ -323,6 +326,7 @@ func checkTree(t *testing.T, x *runIndex, want []ikey) {
 // usual case, which splits nodes where the keys go) and removed from
 // either end or at random, and through random keys.
 func TestRunIndexInvariants(t *testing.T) {
+	t.Parallel()
 	ids := func(slot int32) []byte { return fmt.Appendf(nil, "id-%06d", slot) }
 	for _, order := range []string{"newest first", "oldest first", "random", "random keys"} {
 		t.Run(order, func(t *testing.T) {
@@ -376,6 +380,7 @@ func TestRunIndexInvariants(t *testing.T) {
 // end, leaving a node with one kid of one key; removing that key must not
 // leave an empty node (whose least key would be stale) in the tree.
 func TestRunIndexSplitAtEndThenEmptied(t *testing.T) {
+	t.Parallel()
 	x := newRunIndex(func(slot int32) []byte { return fmt.Appendf(nil, "id-%06d", slot) })
 	var keys []ikey
 	for i := range int32(leafMax*innerMax + 1) {
@@ -393,6 +398,7 @@ func TestRunIndexSplitAtEndThenEmptied(t *testing.T) {
 // A list walks the smallest index group that holds its matches, so a
 // filter matching few runs never walks the others.
 func TestListWalksSmallestGroup(t *testing.T) {
+	t.Parallel()
 	s := New()
 	mk := func(id, wf, state, status string) {
 		snap := store.Snapshot{State: state, Status: status, Data: json.RawMessage(`{}`)}

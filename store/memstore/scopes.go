@@ -8,19 +8,18 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-var _ store.DispatcherScopes = (*Store)(nil)
-
-// PutDispatcherScopes implements store.DispatcherScopes.
-func (s *Store) PutDispatcherScopes(ctx context.Context, invID string, scopes []string) error {
-	s.scopes.LoadOrStore(invID, slices.Clone(scopes)) // the first answer stands
-	return nil
-}
-
-// DispatcherScopes implements store.DispatcherScopes.
+// DispatcherScopes implements store.LedgerStore.
 func (s *Store) DispatcherScopes(ctx context.Context, invID string) ([]string, error) {
-	v, ok := s.scopes.Load(invID)
+	s.mu.RLock()
+	v, ok := s.scopes[invID]
+	s.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("memstore: dispatcher scopes of %s: %w", invID, store.ErrNotFound)
 	}
-	return slices.Clone(v.([]string)), nil
+	return slices.Clone(v), nil
 }
+
+// CheckLedgerHeads implements store.LedgerStore: the index of each key's
+// records lives in this process only, written by the appends themselves,
+// so it always agrees.
+func (s *Store) CheckLedgerHeads(ctx context.Context) (string, error) { return "", nil }

@@ -6,13 +6,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/asmp-dev/asmp/store"
 )
 
-var _ store.LedgerHeadsChecker = (*Store)(nil)
-
-// CheckLedgerHeads implements store.LedgerHeadsChecker.
+// CheckLedgerHeads implements store.LedgerStore.
 func (s *Store) CheckLedgerHeads(ctx context.Context) (string, error) {
 	var key string
 	err := s.pool.QueryRow(ctx, `SELECT k FROM (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,6 +89,9 @@ func (s *Store) AppendLedgerSigned(ctx context.Context, key string, build func(s
 			out.Seq, out.InvID, out.Key, out.Type, string(out.Body), out.Timestamp, out.Source, out.EntryHash, out.Supersedes, out.ResultOf, out.ReplayOf, out.Canonical)
 		b.Queue(`INSERT INTO ledger_heads (key, seq, type) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, type = excluded.type`, out.Key, out.Seq, out.Type)
+		if out.DispatcherScopes != nil {
+			b.Queue(`INSERT INTO ledger_scopes (inv_id, scopes) VALUES ($1, $2)`, out.InvID, strings.Join(out.DispatcherScopes, ","))
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("append record %s: %w", out.InvID, err)
 		}

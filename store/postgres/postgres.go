@@ -216,8 +216,14 @@ func describe(c *pgx.ConnConfig, schema string) string {
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }
 
-// Close commits the commits already queued, stops every Listen and closes
-// the pool, waiting for connections in use to be returned.
+// Capabilities implements store.Store: durable, group commit (commits.go), and shared by every
+// replica that opens the same database and schema.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Durable: true, Shared: true, GroupCommit: true}
+}
+
+// Close commits the commits already queued, stops every Listen and closes the pool, waiting for connections in
+// use to be returned.
 func (s *Store) Close() error {
 	s.closeCommitter()
 	s.close()

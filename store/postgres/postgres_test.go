@@ -30,6 +30,9 @@ import (
 // hide the Postgres backend from the conformance suite.
 func testURL(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the Postgres store's tests need a server (scripts/test runs them)")
+	}
 	u := os.Getenv("ASMP_TEST_POSTGRES")
 	if u != "" {
 		return u

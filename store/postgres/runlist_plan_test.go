@@ -36,6 +36,9 @@ func TestListRunsUsesIndexes(t *testing.T) {
 // ASMP_TEST_POSTGRES, dropped when the test ends.
 func openPlanStore(t *testing.T) *Store {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the Postgres store's tests need a server (scripts/test runs them)")
+	}
 	u := os.Getenv("ASMP_TEST_POSTGRES")
 	if u == "" {
 		if os.Getenv("CI") != "" {

@@ -10,6 +10,7 @@ import (
 // A value read before a commit is not kept once the commit is recorded,
 // and a commit replaces a kept value but does not add an absent one.
 func TestRunCacheNeverKeepsAValueOlderThanACommit(t *testing.T) {
+	t.Parallel()
 	c := newRunCache()
 	_, ok, gen := c.get("a")
 	if ok {
@@ -42,6 +43,7 @@ func TestRunCacheNeverKeepsAValueOlderThanACommit(t *testing.T) {
 
 // The cache stays within its bounds: runs, bytes, and the largest run.
 func TestRunCacheIsBounded(t *testing.T) {
+	t.Parallel()
 	c := newRunCache()
 	check := func() {
 		t.Helper()

@@ -51,6 +51,7 @@ func createKept(t *testing.T, s *Store, id, version string) store.Run {
 // kept value: a transition, and a migration to another workflow version,
 // which the commit by rowid does not write.
 func TestCommitsOfAKeptRunReachTheFile(t *testing.T) {
+	t.Parallel()
 	s := openTemp(t)
 	r := createKept(t, s, "kept", "sha256:aa")
 	next := storetest.Next(r, "go", "B", `{"n":1}`)
@@ -79,6 +80,7 @@ func TestCommitsOfAKeptRunReachTheFile(t *testing.T) {
 // A kept rowid is only a hint: a commit checks that the row there is the
 // run's, and never writes another run's row.
 func TestCommitChecksTheKeptRowid(t *testing.T) {
+	t.Parallel()
 	s := openTemp(t)
 	a := createKept(t, s, "a", "sha256:aa")
 	createKept(t, s, "b", "sha256:aa")

@@ -5,11 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/asmp-dev/asmp/store"
 )
-
-var _ store.LedgerHeadsChecker = (*Store)(nil)
 
 // headsCheckQuery finds a key whose ledger_heads entry is missing or names
 // another record or type than the key's newest record, or an entry that
@@ -25,7 +21,7 @@ const headsCheckQuery = `SELECT k FROM (
 	SELECT key AS k FROM ledger WHERE seq < 1
 ) LIMIT 1`
 
-// CheckLedgerHeads implements store.LedgerHeadsChecker.
+// CheckLedgerHeads implements store.LedgerStore.
 func (s *Store) CheckLedgerHeads(ctx context.Context) (string, error) {
 	var key string
 	err := s.queryRow(ctx, headsCheckQuery).Scan(&key)

@@ -33,6 +33,7 @@ func dbBytes(t *testing.T, path string) int64 {
 // The events of a run with 1 MB of data ticked 100 times take the size of
 // their changes, not 100 copies of the data.
 func TestEventStorageGrowsWithThePatch(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "size.db")
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, path, nil)

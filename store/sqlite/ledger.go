@@ -71,6 +71,11 @@ func (s *Store) appendFn(key string, build func(store.LedgerPrev) (store.LedgerR
 			ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, type = excluded.type`, rec.Key, rec.Seq, rec.Type); err != nil {
 			return fmt.Errorf("sqlite: ledger head: %w", err)
 		}
+		if rec.DispatcherScopes != nil {
+			if _, err := tx.Exec(`INSERT INTO ledger_scopes (inv_id, scopes) VALUES (?, ?)`, rec.InvID, strings.Join(rec.DispatcherScopes, ",")); err != nil {
+				return fmt.Errorf("sqlite: dispatcher scopes of %s: %w", rec.InvID, err)
+			}
+		}
 		*out = rec
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 // ledger the release left are read back as the release's server reported
 // them, down to the signed checkpoint.
 func TestLegacyFixture(t *testing.T) {
+	t.Parallel()
 	m := legacyfixture.Load(t, legacyfixture.SQLiteManifest)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "legacy.db")

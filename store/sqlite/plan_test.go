@@ -35,6 +35,7 @@ func queryPlan(t *testing.T, query string, args ...any) string {
 // The ledger's replay lookup uses its index instead of scanning the
 // ledger (a scan per receipt made reading histories quadratic).
 func TestReplayedByUsesItsIndex(t *testing.T) {
+	t.Parallel()
 	if p := queryPlan(t, replayedByQuery, "x", 100); !strings.Contains(p, "INDEX ledger_replay") {
 		t.Fatalf("plan of the replay lookup: %s", p)
 	}
@@ -43,6 +44,7 @@ func TestReplayedByUsesItsIndex(t *testing.T) {
 // Claiming a task walks the open tasks' index and looks candidates' runs
 // up by id: it never scans every task ever run, nor every run.
 func TestClaimUsesIndexes(t *testing.T) {
+	t.Parallel()
 	p := queryPlan(t, claimQuery, 5, `["wf"]`, `["wf"]`)
 	if !strings.Contains(p, "INDEX tasks_open") || strings.Contains(p, "SCAN tasks;") || strings.HasSuffix(p, "SCAN tasks") || strings.Contains(p, "SCAN runs") {
 		t.Fatalf("plan of the task claim: %s", p)
@@ -53,6 +55,7 @@ func TestClaimUsesIndexes(t *testing.T) {
 // key's current row is the last entry of the ledger's (key, seq) index:
 // neither walks a run's events nor a key's history, nor sorts.
 func TestReplayAndHeadUseIndexes(t *testing.T) {
+	t.Parallel()
 	if p := queryPlan(t, wholeQuery, "r", 5); !strings.Contains(p, "events_whole") {
 		t.Fatalf("plan of the whole-event lookup: %s", p)
 	}
@@ -65,6 +68,7 @@ func TestReplayAndHeadUseIndexes(t *testing.T) {
 // A commit of a kept run finds its row by rowid, not through the id index
 // (a walk as deep as the runs are many).
 func TestCommitFindsTheRowByRowid(t *testing.T) {
+	t.Parallel()
 	args := []any{"S", "", "{}", "[]", "", 2, 5, "r", 1, 0, 0, "v", 7}
 	p := queryPlan(t, updateRunAt, args...)
 	if !strings.Contains(p, "INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(p, "sqlite_autoindex_runs") {

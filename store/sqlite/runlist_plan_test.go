@@ -13,6 +13,7 @@ import (
 // at the page's end: no scan of the runs table and no sort of what
 // matched, so a page costs the same at 10 and at 1,000,000 runs.
 func TestListRunsUsesIndexes(t *testing.T) {
+	t.Parallel()
 	processing, derived := "processing", ""
 	cursor := store.RunCursor{UpdatedAt: time.Unix(100, 0), ID: "x"}
 	cases := []struct {

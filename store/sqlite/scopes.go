@@ -10,21 +10,7 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
-var _ store.DispatcherScopes = (*Store)(nil)
-
-// PutDispatcherScopes implements store.DispatcherScopes.
-func (s *Store) PutDispatcherScopes(ctx context.Context, invID string, scopes []string) error {
-	err := s.write(ctx, func(tx wtx) error {
-		_, err := tx.Exec(`INSERT INTO ledger_scopes (inv_id, scopes) VALUES (?, ?) ON CONFLICT (inv_id) DO NOTHING`, invID, strings.Join(scopes, ","))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: dispatcher scopes of %s: %w", invID, err)
-	}
-	return nil
-}
-
-// DispatcherScopes implements store.DispatcherScopes.
+// DispatcherScopes implements store.LedgerStore.
 func (s *Store) DispatcherScopes(ctx context.Context, invID string) ([]string, error) {
 	var v string
 	err := s.queryRow(ctx, `SELECT scopes FROM ledger_scopes WHERE inv_id = ?`, invID).Scan(&v)

@@ -344,6 +344,12 @@ func (s *Store) commitBatch(batch []*writeReq) {
 	}
 }
 
+// Capabilities implements store.Store: a durable file of one process
+// (Open locks it) whose writer commits in groups.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Durable: true, GroupCommit: true}
+}
+
 // Close stops the writer after queued writes and closes the database.
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.done) })

@@ -12,6 +12,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), nil)
 		if err != nil {
@@ -22,6 +23,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "re.db")
 	s, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
@@ -51,6 +53,7 @@ func TestReopenKeepsData(t *testing.T) {
 // One process per database: a second Open of an open database fails with
 // ErrInUse, and succeeds once the first is closed.
 func TestOpenIsExclusive(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "one.db")
 	s, err := sqlite.Open(context.Background(), path, nil)
 	if err != nil {
@@ -73,6 +76,7 @@ func TestOpenIsExclusive(t *testing.T) {
 }
 
 func TestLedgerCheckpointsConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunLedgerCheckpoints(t, func(t *testing.T) store.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), nil)
 		if err != nil {

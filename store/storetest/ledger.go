@@ -24,6 +24,7 @@ func LedgerStore(t *testing.T, newStore func(t *testing.T) store.LedgerStore) {
 		{"LedgerLatestAndReplay", testLedgerLatestAndReplay},
 		{"LedgerHistoryPages", testLedgerHistoryPages},
 	})
+	suite(t, newStore, ledgerScopesTests)
 }
 
 // testLedgerHistoryPages: a key's history pages by seq and limit, and a

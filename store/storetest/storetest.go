@@ -50,7 +50,6 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("DefinitionStore", func(t *testing.T) {
 		DefinitionStore(t, func(t *testing.T) RunsAndDefinitions { return newStore(t) })
 	})
-	t.Run("DispatcherScopes", func(t *testing.T) { DispatcherScopes(t, newStore) })
 }
 
 // RunStore runs the suite of store.RunStore against stores made by newStore.
@@ -80,13 +79,19 @@ type test[S any] struct {
 	fn   func(*testing.T, S)
 }
 
-// suite runs each test on a new store, closed when the test ends.
+// suite runs each test on a new store, closed when the test ends. The
+// tests of a store private to its process run in parallel (each has its
+// own store); those of a shared one (store.Capabilities.Shared: a
+// database server's connections) one at a time.
 func suite[S any](t *testing.T, newStore func(t *testing.T) S, tests []test[S]) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			if c, ok := any(s).(io.Closer); ok {
 				t.Cleanup(func() { _ = c.Close() })
+			}
+			if cs, ok := any(s).(interface{ Capabilities() store.Capabilities }); ok && !cs.Capabilities().Shared {
+				t.Parallel()
 			}
 			tc.fn(t, s)
 		})
