@@ -243,7 +243,7 @@ func (s *Service) resolveReplayOf(ctx context.Context, invID string) (string, er
 	if err != nil {
 		return "", fmt.Errorf("oip: read replayed record: %w", err)
 	}
-	if sr, err = s.checkedStore(sr); err != nil {
+	if sr, err = s.checkedStore(ctx, sr); err != nil {
 		return "", err
 	}
 	switch sr.Type {
