@@ -492,7 +492,7 @@ func (d *driver) waitProcessing(ctx context.Context) error {
 				fmt.Fprintln(d.errw, progressBar(it.Progress.Progress, it.Progress.Hint))
 			}
 		case it.Frame != nil:
-			d.frame = &client.RunFrame{Frame: it.Frame.Frame, ETag: fmt.Sprintf("%q", fmt.Sprint(it.Frame.ID))}
+			d.frame = d.frame.Streamed(it.Frame)
 			if d.frame.Status != protocol.StatusProcessing {
 				d.printf("    → %s [%s]\n", d.frame.State, d.frame.Status)
 				return nil
