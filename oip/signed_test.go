@@ -145,3 +145,40 @@ func TestRecordRewrittenWhileServingIsRefused(t *testing.T) {
 		svc.tamperMu = sync.Once{} // report the next one too
 	}
 }
+
+// A record whose checkpoints were signed by a key rotated out since cannot
+// be proven on its read: the read waits for the full pass, then answers
+// from the checked tree; a rewritten one is refused by that pass.
+func TestRecordSignedBeforeARotationWaitsForTheFullPass(t *testing.T) {
+	path, _ := signedLedger(t)
+	rotated := &Options{KeyPath: filepath.Join(t.TempDir(), "new.key"), RotateKey: true, ResetHead: true}
+	st := openSQLite(t, path)
+	newService(t, st, rotated) // appends the key-rotation record, signed by the new key
+	st.Close()
+	next := &Options{KeyPath: rotated.KeyPath}
+
+	st = openSQLite(t, path)
+	svc := newService(t, st, next)
+	if svc.Ready() {
+		t.Fatal("ready at start")
+	}
+	if r, err := svc.Latest(context.Background(), "row-1"); err != nil || r.Seq != 2 {
+		t.Fatalf("a record signed by the old key: %+v %v", r, err)
+	}
+	if !svc.Ready() {
+		t.Fatal("the read was answered before the full pass checked it")
+	}
+	st.Close()
+
+	rewrite(t, path, 3, "Say it.", "Say no.")
+	st = openSQLite(t, path)
+	var tampered error
+	o := *next
+	o.OnTamper = func(err error) { tampered = err }
+	svc = newService(t, st, &o)
+	_, err := svc.Latest(context.Background(), "row-2")
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != protocol.EUnavailable || tampered == nil {
+		t.Fatalf("a rewritten record signed by the old key: %v, OnTamper %v", err, tampered)
+	}
+}
