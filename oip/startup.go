@@ -282,11 +282,13 @@ func (s *Service) Verify(ctx context.Context, progress func(done, total int64)) 
 	s.vOnce.Do(func() {
 		s.vErr = s.verifyAll(ctx, progress)
 		if s.vErr != nil {
-			close(s.failed)
+			// OnTamper first: a read waiting for the pass is answered
+			// once the server has been told.
 			var te *TamperError
 			if errors.As(s.vErr, &te) {
 				s.tamper(s.vErr)
 			}
+			close(s.failed)
 		}
 	})
 	select {
