@@ -60,6 +60,20 @@ type RunFrame struct {
 // Version returns the run version of ETag (0 when there is none).
 func (f *RunFrame) Version() int64 { return ParseETag(f.ETag) }
 
+// Streamed returns the RunFrame of a frame read from the stream after the
+// frame f was shown. A stream id above f's version is the run's new
+// version (asmp's stream ids are its versions) and becomes the ETag; any
+// other id says nothing of the version (the reference servers number each
+// connection's lines from "0"), and the frame has no ETag, so a transition
+// from it sends no If-Match.
+func (f *RunFrame) Streamed(sf *protocol.StreamFrame) *RunFrame {
+	etag := ""
+	if f == nil || sf.ID > f.Version() {
+		etag = strconv.Quote(strconv.FormatInt(sf.ID, 10))
+	}
+	return &RunFrame{Frame: sf.Frame, ETag: etag}
+}
+
 // ParseETag returns the run version an entity tag names (`"3"`, `W/"3"`
 // and `3` all name 3), or 0 when it names none.
 func ParseETag(etag string) int64 {

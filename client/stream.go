@@ -25,8 +25,14 @@ import (
 //
 // When the connection drops, or the server ends the stream with a
 // "shutdown" or "slow_consumer" line, the iterator reconnects with
-// Last-Event-ID set to the last frame it yielded, so every frame is yielded
-// exactly once and in order. It gives up after opts.MaxRetries attempts in a
+// Last-Event-ID set to the id of the last frame it yielded, sent back as
+// the server wrote it (an opaque token), so no frame is lost. Ids are not
+// assumed to grow across connections (the reference servers number the
+// lines of every connection from "0"): after a reconnect, a frame whose id
+// is above the last one's is new, and any other frame is skipped only when
+// it shows the run as the last frame yielded did (the server's replay of
+// the current frame), so a run that changed while disconnected is always
+// seen. It gives up after opts.MaxRetries attempts in a
 // row that deliver nothing, waiting opts.Backoff (doubling) in between, and
 // then yields an error wrapping ErrStreamEnded. Errors the server answers
 // (404 unknown run, 400 bad Last-Event-ID, 401/403) are yielded as *Error
@@ -83,9 +89,26 @@ func (c *Client) Stream(ctx context.Context, runID string, opts *StreamOptions) 
 type streamState struct {
 	last    int64  // id of the last frame yielded
 	lastRaw string // that id as the server wrote it (sent as Last-Event-ID)
-	numeric bool   // lastRaw is a number, so replayed frames can be skipped by id
+	numeric bool   // lastRaw is a number
 	resume  bool   // reconnect with Last-Event-ID: lastRaw
 	stop    bool   // the consumer stopped, or the run ended, or a fatal end line
+	// lastFrame is the last frame yielded, encoded without its id: what
+	// a replay after a reconnect is recognised by.
+	lastFrame []byte
+	// replay is set while a resumed connection has yielded no frame yet:
+	// its first frames may repeat the last one yielded.
+	replay bool
+}
+
+// repeats reports whether a frame read while st.replay is the server's
+// replay of the last frame yielded: not when its id is a number above the
+// last one's (a server whose ids grow, like asmp's), else when it shows
+// the run as the last frame did.
+func (st *streamState) repeats(f *protocol.StreamFrame, id eventID, enc []byte) bool {
+	if st.numeric && id.numeric && f.ID > st.last {
+		return false
+	}
+	return st.lastFrame != nil && bytes.Equal(enc, st.lastFrame)
 }
 
 func retryable(status int) bool {
@@ -137,6 +160,7 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, idle
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
 		return false, httpError(http.MethodGet, p, resp.StatusCode, b)
 	}
+	st.replay = st.resume
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	for sc.Scan() {
@@ -151,11 +175,16 @@ func (c *Client) streamOnce(ctx context.Context, p string, st *streamState, idle
 		}
 		switch {
 		case item.Frame != nil:
-			if st.resume && st.numeric && id.numeric && item.Frame.ID <= st.last {
-				continue // already yielded before a reconnect
+			enc, err := json.Marshal(item.Frame.Frame)
+			if err != nil {
+				return got, fmt.Errorf("stream frame: %w", err)
+			}
+			if st.replay && st.repeats(item.Frame, id, enc) {
+				continue // yielded before the reconnect
 			}
 			got = true
-			st.last, st.lastRaw, st.numeric, st.resume = item.Frame.ID, id.raw, id.numeric, true
+			st.replay = false
+			st.last, st.lastRaw, st.numeric, st.resume, st.lastFrame = item.Frame.ID, id.raw, id.numeric, true, enc
 			if !yield(item, nil) || protocol.Terminal(item.Frame.Status) {
 				st.stop = true
 				return got, nil

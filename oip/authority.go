@@ -120,7 +120,7 @@ func (s *Service) mayRunForWorkflow(ctx context.Context, rec store.LedgerRecord)
 func (s *Service) pinnedRow(ctx context.Context, key, invID string) (rec store.LedgerRecord, notFound string, err error) {
 	rec, err = s.st.LedgerRecord(ctx, invID)
 	if err == nil {
-		if rec, err = s.checkedStore(rec); err != nil {
+		if rec, err = s.checkedStore(ctx, rec); err != nil {
 			return store.LedgerRecord{}, "", err
 		}
 	}

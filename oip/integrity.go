@@ -302,6 +302,8 @@ type checker struct {
 	st   store.LedgerStore
 	rng  *compact.Range
 	full *tree // when not nil, every leaf is appended to it too
+	// keep, when not nil, receives the checked leaves (up to maxKnown).
+	keep map[int64][hashSize]byte
 	last store.LedgerCheckpoint
 	// rotated is the new key named by a key-rotation record since last.
 	rotated  map[string]string // old key -> new key
@@ -392,6 +394,9 @@ func (c *checker) add(ctx context.Context, sr store.LedgerRecord) error {
 	}
 	if c.full != nil {
 		c.full.append(leaf)
+	}
+	if c.keep != nil && len(c.keep) < maxKnown {
+		c.keep[seq] = leaf
 	}
 	if err := c.loadCheckpoints(ctx); err != nil {
 		return err

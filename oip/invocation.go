@@ -9,35 +9,20 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/oip/command"
-	"github.com/asmp-dev/asmp/oip/row"
+	"github.com/asmp-dev/asmp/oip/execution"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 )
 
 // Execution is one invocation to run, handed to an Executor after its
-// attempt record is in the ledger.
-type Execution struct {
-	AttemptID string // inv_ID of the attempt record
-	Key       string // the invocation's key
-	RowKey    string // the directory row's key (object_key)
-	RowInvID  string // inv_ID of the row version used
-	Row       *row.Row
-	Command   *command.Command
-	Principal auth.Principal
-}
+// attempt record is in the ledger (declared in package oip/execution, which
+// the executor imports instead of this package).
+type Execution = execution.Execution
 
-// Executor runs invocations dispatched with "execute": true. It is the
-// extension point for SPEC section 9's execution: it enforces the
-// allowlist (returning an OutcomeRefused outcome for commands not on it),
-// the timeout (the row's, else its default), a clean environment, no
-// stdin, output caps, and never uses a shell unless the row's method is
-// shell. Service calls it only when the principal holds the exec scope. The
-// context it gets is not cancelled when the client goes away, so the
-// result is always recorded; it is cancelled with the dispatcher's context
-// only when that was marked with CancelExecution.
-type Executor interface {
-	Execute(ctx context.Context, x Execution) Outcome
-}
+// Executor runs invocations dispatched with "execute": true (see
+// execution.Executor). Service calls it only when the principal may
+// execute.
+type Executor = execution.Executor
 
 // invocationRequest is the dispatched invocation body.
 type invocationRequest struct {
@@ -243,7 +228,7 @@ func (s *Service) resolveReplayOf(ctx context.Context, invID string) (string, er
 	if err != nil {
 		return "", fmt.Errorf("oip: read replayed record: %w", err)
 	}
-	if sr, err = s.checkedStore(sr); err != nil {
+	if sr, err = s.checkedStore(ctx, sr); err != nil {
 		return "", err
 	}
 	switch sr.Type {

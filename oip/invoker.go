@@ -305,7 +305,7 @@ func (s *Service) EnsureRow(ctx context.Context, key string, body json.RawMessag
 		return Receipt{}, false, fmt.Errorf("oip: read row %s: %w", key, err)
 	}
 	if err == nil {
-		if latest, err = s.checkedStore(latest); err != nil {
+		if latest, err = s.checkedStore(ctx, latest); err != nil {
 			return Receipt{}, false, err
 		}
 	}

@@ -152,6 +152,14 @@ type Service struct {
 	// may sign, and what a read may see beyond the tree.
 	building sync.Map
 	shared   bool // Options.SharedStore: other servers append too
+
+	// known holds, until the tree is built, the leaves checked against
+	// the signed checkpoints (at start, or proven on a read; see
+	// signed.go), guarded by mu; provedCks the checkpoints whose
+	// signatures were checked for those proofs.
+	known     map[int64][hashSize]byte
+	provedMu  sync.Mutex
+	provedCks map[int64]provedCk
 }
 
 // New returns a Service over st, loading the ledger's Merkle tree from it
@@ -586,7 +594,7 @@ func (s *Service) Record(ctx context.Context, invID string) (Record, error) {
 		}
 		return Record{}, fmt.Errorf("oip: read record: %w", err)
 	}
-	r, err := s.checked(sr)
+	r, err := s.checked(ctx, sr)
 	if err != nil {
 		return Record{}, err
 	}
@@ -640,7 +648,7 @@ func (s *Service) History(ctx context.Context, key string, after int64, limit in
 	}
 	out := make([]Record, len(srs))
 	for i, sr := range srs {
-		r, err := s.checked(sr)
+		r, err := s.checked(ctx, sr)
 		if err != nil {
 			return nil, false, err
 		}
@@ -664,7 +672,7 @@ func (s *Service) Latest(ctx context.Context, key string) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("oip: read the key's latest record: %w", err)
 	}
-	r, err := s.checked(sr)
+	r, err := s.checked(ctx, sr)
 	if err != nil {
 		return Record{}, err
 	}
@@ -722,7 +730,7 @@ func (s *Service) Directory(ctx context.Context, after string, limit int) (Direc
 		}
 	}
 	for _, sr := range recs {
-		sr, err := s.checkedStore(sr)
+		sr, err := s.checkedStore(ctx, sr)
 		if err != nil {
 			return DirectoryPage{}, err
 		}
@@ -754,7 +762,7 @@ func (s *Service) rowRecord(ctx context.Context, key string) (store.LedgerRecord
 		return store.LedgerRecord{}, protocol.Errorf(protocol.ENotFound, "No directory row has the key %q; dispatch one (type %s) first, or list them at /api/directory.", protocol.Truncate(key, 140), TypeDirectoryRow).
 			With("field", "object_key")
 	}
-	return s.checkedStore(head)
+	return s.checkedStore(ctx, head)
 }
 
 // compiled is a decoded row version with its command builder.
@@ -892,7 +900,7 @@ func (s *Service) Proof(ctx context.Context, invID string, treeSize int64) (Proo
 	if err := s.waitTree(ctx); err != nil {
 		return Proof{}, err
 	}
-	if _, err := s.checked(sr); err != nil {
+	if _, err := s.checked(ctx, sr); err != nil {
 		return Proof{}, err
 	}
 	if err := s.catchUp(ctx); err != nil {

@@ -61,7 +61,7 @@ func (s *Service) Records(ctx context.Context, before int64, limit int) (RecordP
 	}
 	page := RecordPage{Records: make([]Record, 0, len(srs))}
 	for i := len(srs) - 1; i >= 0; i-- {
-		r, err := s.checked(srs[i])
+		r, err := s.checked(ctx, srs[i])
 		if err != nil {
 			return RecordPage{}, err
 		}

@@ -17,7 +17,9 @@ import (
 // 16): the upgrade of records written before canonical bytes and
 // checkpoints were stored, the newest checkpoint against the ledger's
 // size and the key, the head file, and the records added since the last
-// full check. The older records are checked by Verify, in the background.
+// full check. The older records are checked by Verify, in the background,
+// and each one read before it has is proven to its signed checkpoint
+// first (checkLeaf).
 func (s *Service) open(ctx context.Context, n int64, o Options) error {
 	upgraded, err := s.upgrade(ctx, n)
 	if err != nil {
@@ -69,10 +71,18 @@ func (s *Service) open(ctx context.Context, n int64, o Options) error {
 	}
 	if from.TreeSize == 0 {
 		c.full = &tree{} // a check from the start builds the whole tree
+	} else {
+		// Until the full pass has built the tree, the leaves checked
+		// here are what their records are checked against when read; the
+		// older ones are proven to their signed checkpoints on a read.
+		c.keep = map[int64][hashSize]byte{}
 	}
 	if err := c.run(ctx, n); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.known = c.keep
+	s.mu.Unlock()
 	s.base = n
 	s.verified.Store(from.TreeSize)
 	if c.full == nil && n > from.TreeSize {
@@ -251,6 +261,7 @@ func (s *Service) installTree(t tree) {
 	s.mu.Lock()
 	s.tree = t
 	s.treeOK = true
+	s.known = nil
 	for q := range s.pending {
 		if q <= int64(s.tree.size()) {
 			delete(s.pending, q)
@@ -271,11 +282,13 @@ func (s *Service) Verify(ctx context.Context, progress func(done, total int64)) 
 	s.vOnce.Do(func() {
 		s.vErr = s.verifyAll(ctx, progress)
 		if s.vErr != nil {
-			close(s.failed)
+			// OnTamper first: a read waiting for the pass is answered
+			// once the server has been told.
 			var te *TamperError
 			if errors.As(s.vErr, &te) {
 				s.tamper(s.vErr)
 			}
+			close(s.failed)
 		}
 	})
 	select {
@@ -342,10 +355,10 @@ func (s *Service) waitTree(ctx context.Context) error {
 }
 
 // checked checks a record read from the store against its canonical
-// bytes and, once the tree is verified, against its leaf, and returns it
-// as those bytes say (see checkedStore).
-func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
-	rec, err := s.checkedStore(sr)
+// bytes and the signed tree, and returns it as those bytes say (see
+// checkedStore).
+func (s *Service) checked(ctx context.Context, sr store.LedgerRecord) (Record, error) {
+	rec, err := s.checkedStore(ctx, sr)
 	if err != nil {
 		return Record{}, err
 	}
@@ -353,12 +366,14 @@ func (s *Service) checked(sr store.LedgerRecord) (Record, error) {
 }
 
 // checkedStore checks a record read from the store: its body column and
-// every other column against its stored canonical bytes, and, once the
-// tree is verified, the leaf those bytes make against the tree. It
-// returns the record with the body of those bytes: whatever is served or
-// executed is what the leaf is the hash of. A mismatch stops the server
-// (OnTamper) and is answered as a server fault.
-func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error) {
+// every other column against its stored canonical bytes, and the leaf
+// those bytes make against the signed tree (checkLeaf: the verified tree,
+// or before the full pass has built it, a proof to a checkpoint signed by
+// this server's key). It returns the record with the body of those
+// bytes: whatever is served, executed or used as a row version is what
+// the leaf is the hash of. A mismatch stops the server (OnTamper) and is
+// answered as 503 with a hint.
+func (s *Service) checkedStore(ctx context.Context, sr store.LedgerRecord) (store.LedgerRecord, error) {
 	leaf, err := checkRecord(sr, sr.Seq)
 	if err == nil && sr.Seq < 1 {
 		// No seq below 1 is ever written: inserted into the file, outside
@@ -366,22 +381,20 @@ func (s *Service) checkedStore(sr store.LedgerRecord) (store.LedgerRecord, error
 		err = recordFault(sr.Seq, "(%s) has a seq below 1, which no append writes: it was inserted into the database", sr.InvID)
 	}
 	if err == nil {
-		s.mu.RLock()
-		size := int64(s.tree.size())
-		switch {
-		case s.treeOK && sr.Seq >= 1 && sr.Seq <= size && s.tree.levels[0][sr.Seq-1] != leaf:
-			err = recordFault(sr.Seq, "(%s) does not match its leaf in the checked Merkle tree", sr.InvID)
-		case s.treeOK && !s.shared && sr.Seq > size && s.pending[sr.Seq] != leaf && !s.isBuilding(sr.InvID, leaf):
-			// Beyond every record this server appended or checked, and
-			// no append of its own in flight: inserted into the file.
-			err = recordFault(sr.Seq, "(%s) is beyond the ledger this server signed (tree size %d): it was inserted into the database", sr.InvID, size)
-		}
-		s.mu.RUnlock()
+		err = s.checkLeaf(ctx, sr, leaf)
 	}
 	if err == nil {
 		sr, err = decodeRecord(sr)
 	}
 	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return store.LedgerRecord{}, pe // the full pass failed, or is still running past ctx
+		}
+		var te *TamperError
+		if !errors.As(err, &te) {
+			return store.LedgerRecord{}, err
+		}
 		s.tamper(err)
 		return store.LedgerRecord{}, &protocol.Error{Code: protocol.EUnavailable, Hint: "A ledger record failed its integrity check; the server is stopping. See its log.", Err: err}
 	}

@@ -544,3 +544,41 @@ func TestLedgerTruncatedWhileServing(t *testing.T) {
 		})
 	}
 }
+
+// A row rewritten consistently in the database (body, canonical bytes
+// and entry_hash agree; no key needed) among the records the background
+// pass checks after start: executing it as soon as the server listens is
+// refused with 503, nothing runs and nothing is appended, and the server
+// stops.
+func TestLedgerRewrittenRowNotExecutedAtStart(t *testing.T) {
+	d := newLedgerDB(t, "sqlite")
+	buildLedger(t, d)
+	marker := filepath.Join(t.TempDir(), "ran")
+	c := []byte(strings.Replace(string(d.canonical(t, 3)), `"command":"echo"`, `"command":"touch"`, 1))
+	sum := sha256.Sum256(c)
+	d.exec(t, `UPDATE ledger SET body = replace(body, '"command":"echo"', '"command":"touch"'), canonical = $1, entry_hash = $2 WHERE seq = 3`, c, hex.EncodeToString(sum[:]))
+
+	p := serve(t, append([]string{"--allow-exec", "--exec-allow", "echo", "--exec-allow", "touch", "--exec-dir", t.TempDir()}, d.args...)...)
+	r, err := p.try("POST", "/api/dispatch", map[string]any{"key": "run-1", "body": map[string]any{
+		"type": "invocation", "object_key": "row-3", "input": map[string]any{"word": marker}, "execute": true}})
+	if err == nil && (r.status != 503 || !strings.Contains(string(r.body), "integrity check")) {
+		t.Fatalf("executing the rewritten row: %d %s", r.status, r.body)
+	}
+	select {
+	case err := <-p.exited:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("the server ended with %v, want exit status 1:\n%s", err, p.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the server kept running on a rewritten ledger:\n%s", p.stderr.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the rewritten row ran")
+	}
+	if n := d.queryInt(t, `SELECT COUNT(*) FROM ledger`); n != 8 {
+		t.Fatalf("the ledger holds %d records after the refusal, want the 8 written before", n)
+	}
+	if !strings.Contains(p.stderr.String(), "record seq 3") && !strings.Contains(p.stderr.String(), "records 3..3") {
+		t.Fatalf("the server's log names no bad record:\n%s", p.stderr.String())
+	}
+}

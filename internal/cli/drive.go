@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -36,11 +37,12 @@ const (
 
 // Outcomes of a drive, in its summary.
 const (
-	outcomeCompleted = "completed"   // the run completed
-	outcomeFailed    = "failed"      // the run ended failed
-	outcomeBudget    = "step_budget" // --max-steps ran out first
-	outcomeConfirm   = "confirm"     // a critical action needs a person
-	outcomeStopped   = "stopped"     // the model answered without a tool call
+	outcomeCompleted = "completed"       // the run completed
+	outcomeFailed    = "failed"          // the run ended failed
+	outcomeBudget    = "step_budget"     // --max-steps ran out first
+	outcomeConfirm   = "confirm"         // a critical action needs a person
+	outcomeStopped   = "stopped"         // the model answered without a tool call
+	outcomeNothing   = "nothing_offered" // the run is active but offers no action now
 )
 
 type driveOptions struct {
@@ -145,7 +147,7 @@ func runDrive(ctx context.Context, env *Env, out io.Writer, args []string, o dri
 	}
 	d := &driver{
 		env: env, out: out, errw: env.Stderr, o: o, c: c,
-		llm: newLLM(llmURL, key), llmURL: llmURL,
+		llm: newLLM(llmURL, key), llmURL: llmURL, llmKey: key,
 		skills: map[string]string{},
 	}
 	if d.errw == nil {
@@ -182,6 +184,7 @@ type driver struct {
 	c          *client.Client
 	llm        openai.Client
 	llmURL     string
+	llmKey     string // only to keep it out of error messages
 	transcript *json.Encoder
 	skills     map[string]string // skill URL -> text
 
@@ -317,6 +320,12 @@ func (d *driver) step(ctx context.Context) (*stopped, error) {
 	if err != nil {
 		fmt.Fprintf(d.errw, "asmp: %v\n", err) // the list is complete; the names say which is which
 	}
+	if len(defs) == 0 {
+		// Every action is refused by its guard (or reserved by a task):
+		// an empty tool list is refused by OpenAI-compatible servers, and
+		// a model without tools could only talk.
+		return &stopped{outcome: outcomeNothing}, nil
+	}
 	system, err := d.systemPrompt(ctx)
 	if err != nil {
 		return nil, err
@@ -328,15 +337,13 @@ func (d *driver) step(ctx context.Context) (*stopped, error) {
 			Name: t.Name, Description: openai.String(t.Description), Parameters: openai.FunctionParameters(t.Parameters),
 		})
 	}
-	params := openai.ChatCompletionNewParams{Model: d.o.model, Messages: d.messages, Tools: tools}
-	if len(tools) > 0 {
-		params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
-	}
+	params := openai.ChatCompletionNewParams{Model: d.o.model, Messages: d.messages, Tools: tools,
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}}
 	d.steps++
 	d.record("request", params)
 	resp, err := d.llm.Chat.Completions.New(ctx, params)
 	if err != nil {
-		return nil, fmt.Errorf("the model at %s did not answer: %w", d.llmURL, err)
+		return nil, d.llmError(err)
 	}
 	if raw := resp.RawJSON(); json.Valid([]byte(raw)) {
 		d.record("response", json.RawMessage(raw))
@@ -375,6 +382,29 @@ func (d *driver) step(ctx context.Context) (*stopped, error) {
 		}
 	}
 	return nil, nil
+}
+
+// llmError describes a failed model request: for an answer with an error
+// status, the status and what the API said (its error message, else the
+// start of its body), with the API key masked should it be echoed.
+func (d *driver) llmError(err error) error {
+	var ae *openai.Error
+	if !errors.As(err, &ae) {
+		return fmt.Errorf("the model at %s did not answer: %w", d.llmURL, err)
+	}
+	said := ae.Message
+	if said == "" && ae.Response != nil && ae.Response.Body != nil {
+		b, _ := io.ReadAll(io.LimitReader(ae.Response.Body, 4<<10))
+		said = string(b)
+	}
+	if d.llmKey != "" {
+		said = strings.ReplaceAll(said, d.llmKey, "***")
+	}
+	said = oneLine(strings.TrimSpace(said), 500)
+	if said == "" {
+		said = "(no error message)"
+	}
+	return fmt.Errorf("the model at %s refused the request: %d %s: %s", d.llmURL, ae.StatusCode, http.StatusText(ae.StatusCode), said)
 }
 
 // answer sends v back to the model as the result of tool call id.
@@ -492,7 +522,7 @@ func (d *driver) waitProcessing(ctx context.Context) error {
 				fmt.Fprintln(d.errw, progressBar(it.Progress.Progress, it.Progress.Hint))
 			}
 		case it.Frame != nil:
-			d.frame = &client.RunFrame{Frame: it.Frame.Frame, ETag: fmt.Sprintf("%q", fmt.Sprint(it.Frame.ID))}
+			d.frame = d.frame.Streamed(it.Frame)
 			if d.frame.Status != protocol.StatusProcessing {
 				d.printf("    → %s [%s]\n", d.frame.State, d.frame.Status)
 				return nil
@@ -641,6 +671,8 @@ func (d *driver) finish(outcome string, confirm *driveConfirm) error {
 		s.Hint = fmt.Sprintf("The step budget of %d ran out with run %s at %s [%s]; continue with asmp drive --run %s, or by hand with asmp show %s.", d.o.maxSteps, f.RunID, f.State, f.Status, f.RunID, f.RunID)
 	case outcomeConfirm:
 		s.Hint = fmt.Sprintf("The model chose the critical action %q (is_critical): a person must confirm it. Fire it with `%s`, or run asmp drive --run %s --yes to let the model fire it.", confirm.Action, confirm.Command, f.RunID)
+	case outcomeNothing:
+		s.Hint = fmt.Sprintf("Run %s is %s in state %s but offers no action now (every action's guard refuses it, given the run's data); the model was not asked. Another client must change the run first: follow it with asmp watch %s, then continue with asmp drive --run %s.", f.RunID, f.Status, f.State, f.RunID, f.RunID)
 	case outcomeStopped:
 		s.Hint = fmt.Sprintf("The model stopped calling tools with run %s at %s [%s]; continue with asmp drive --run %s, or by hand with asmp show %s.", f.RunID, f.State, f.Status, f.RunID, f.RunID)
 	}

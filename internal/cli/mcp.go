@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/internal/mcpbridge"
 )
 
@@ -69,6 +71,9 @@ not JSON is answered with JSON-RPC's parse error, and the session goes on.`,
 			if err != nil {
 				return err
 			}
+			if err := mcpCredentials(cmd.Context(), c, server, agentGetenv(env)("ASMP_TOKEN") != ""); err != nil {
+				return err
+			}
 			opts := &mcpbridge.Options{Rows: rows, Logger: log}
 			if noExecute {
 				opts.Execute = func(context.Context) bool { return false }
@@ -85,6 +90,24 @@ not JSON is answered with JSON-RPC's parse error, and the session goes on.`,
 	fl.DurationVar(&poll, "poll", mcpbridge.DefaultPoll, "how often the directory is read for changed rows")
 	fl.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
 	return cmd
+}
+
+// mcpCredentials asks GET /whoami once before the bridge starts reading
+// the directory every poll: a server that refuses the credentials (no
+// token where it has tokens, or an unknown one) would otherwise be polled
+// with them until it locks out the caller's address (429). A server that
+// cannot be reached, or predates /whoami, is left to the bridge, which
+// reports its errors as they come.
+func mcpCredentials(ctx context.Context, c *client.Client, server string, haveToken bool) error {
+	_, err := c.WhoAmI(ctx)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusUnauthorized {
+		return nil
+	}
+	if !haveToken {
+		return fmt.Errorf("the server %s needs a token and ASMP_TOKEN is not set: set ASMP_TOKEN to the secret of one of its tokens (asmp serve --token NAME=SECRET, or ASMP_TOKENS) and start asmp mcp again (it stopped rather than poll without one into the server's lockout of failed attempts)", server)
+	}
+	return fmt.Errorf("the server %s refused the token in ASMP_TOKEN (%s): set ASMP_TOKEN to a valid token and start asmp mcp again (it stopped rather than poll with it into the server's lockout of failed attempts)", server, ce.Hint)
 }
 
 // maxMCPLine bounds one message on stdin (the SDK's own frame limit).

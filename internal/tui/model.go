@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -431,12 +433,24 @@ func (m *Model) enterSelect() {
 func (m *Model) onStream(it client.StreamItem) tea.Cmd {
 	switch {
 	case it.Frame != nil:
-		if it.Frame.ID <= m.version {
+		// The stream yields each change once (client.Stream), but its ids
+		// are not the run's versions on every server (the reference
+		// servers number each connection's lines from "0"): a frame is
+		// skipped only when it shows the run as the frame on screen does
+		// (the echo of our own transition).
+		if m.frame != nil && sameFrame(&m.frame.Frame, &it.Frame.Frame) {
 			return nil
 		}
-		f := &client.RunFrame{Frame: it.Frame.Frame, ETag: strconv.Quote(strconv.FormatInt(it.Frame.ID, 10))}
+		// An id above the shown version is the run's new version (asmp's
+		// ids are); any other id says nothing of the version, so the
+		// frame carries no entity tag (no If-Match from it).
+		etag, version := "", m.version
+		if it.Frame.ID > m.version {
+			etag, version = strconv.Quote(strconv.FormatInt(it.Frame.ID, 10)), it.Frame.ID
+		}
+		f := &client.RunFrame{Frame: it.Frame.Frame, ETag: etag}
 		cmd := m.applyFrame(f, nil, "")
-		return tea.Batch(cmd, m.loadCLI(it.Frame.ID))
+		return tea.Batch(cmd, m.loadCLI(version))
 	case it.Progress != nil:
 		p := strings.TrimSuffix(strings.TrimSpace(it.Progress.Progress), "%")
 		if v, err := strconv.ParseFloat(p, 64); err == nil {
@@ -746,4 +760,11 @@ func (m *Model) onKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
+}
+
+// sameFrame reports whether two frames show the run alike.
+func sameFrame(a, b *protocol.Frame) bool {
+	ea, err1 := json.Marshal(a)
+	eb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
 }

@@ -220,7 +220,7 @@ func (p *plain) wait() error {
 		case it.Progress != nil:
 			p.printf("  %s %s\n", it.Progress.Progress, it.Progress.Hint)
 		case it.Frame != nil:
-			p.frame = &client.RunFrame{Frame: it.Frame.Frame, ETag: fmt.Sprintf("%q", fmt.Sprint(it.Frame.ID))}
+			p.frame = p.frame.Streamed(it.Frame)
 			if it.Frame.Status != protocol.StatusProcessing {
 				p.printf("%s %s [%s]\n", p.g.arrow, it.Frame.State, it.Frame.Status)
 				return nil

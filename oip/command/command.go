@@ -77,7 +77,7 @@ func Compile(r *row.Row) (*Builder, error) {
 	if r == nil {
 		return nil, protocol.Errorf(protocol.EInvalid, "no directory row to build a command from")
 	}
-	if err := r.Validate(); err != nil {
+	if err := row.Validate(r); err != nil {
 		return nil, err
 	}
 	b := &Builder{row: r, cmd: r.Command, method: r.Method()}
@@ -86,7 +86,7 @@ func Compile(r *row.Row) (*Builder, error) {
 	for i := range r.Args {
 		p := &r.Args[i]
 		q := param{name: p.Name, typ: kinds[p.Type], req: p.Required}
-		if v, ok := p.DefaultValue(); ok && q.typ != kArray {
+		if v, ok := row.DefaultValue(p); ok && q.typ != kArray {
 			s, msg := scalar(q.typ, v)
 			if msg != "" {
 				// Validate accepted it, so this is a Go-built row whose
@@ -163,7 +163,7 @@ func (b *Builder) Build(input map[string]any) (*Command, error) {
 		}
 	}
 	if b.row.Schema != nil {
-		if err := b.row.ValidateInput(schemaInput(input)); err != nil {
+		if err := row.ValidateInput(b.row, schemaInput(input)); err != nil {
 			return nil, err
 		}
 	}

@@ -99,7 +99,7 @@ func Decode(body []byte) (*Row, error) {
 	if r.InvocationMethod == "" {
 		r.InvocationMethod = MethodExec
 	}
-	if err := r.Validate(); err != nil {
+	if err := Validate(r); err != nil {
 		return nil, err
 	}
 	return r, nil

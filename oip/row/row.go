@@ -1,16 +1,15 @@
 package row
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
+	"github.com/asmp-dev/asmp/oip/wire"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -25,14 +24,14 @@ const (
 
 // Output formats and invocation methods.
 const (
-	FormatText  = "text"  // the command's output is plain text (the default)
-	FormatJSON  = "json"  // the command prints one JSON value
-	MethodExec  = "exec"  // run the argv directly, without a shell (the default)
-	MethodShell = "shell" // run the quoted command string under /bin/sh
+	FormatText  = wire.FormatText  // the command's output is plain text (the default)
+	FormatJSON  = wire.FormatJSON  // the command prints one JSON value
+	MethodExec  = wire.MethodExec  // run the argv directly, without a shell (the default)
+	MethodShell = wire.MethodShell // run the quoted command string under /bin/sh
 )
 
 // MaxTimeout is the largest timeout a row may ask for, in seconds (one day).
-const MaxTimeout = 86400
+const MaxTimeout = wire.MaxTimeout
 
 // Patterns the validator enforces, quoted in hints.
 const (
@@ -40,121 +39,18 @@ const (
 	ShortAliasPattern = `^-[A-Za-z0-9]$`
 )
 
-// Row is one OIP directory row: how to build and run one CLI command.
-type Row struct {
-	// Command is the program to run: a name looked up on PATH or a path.
-	Command string `json:"command"`
-	// Description says what the command does, for people and agents.
-	Description string `json:"description,omitempty"`
-	// Args are the positional arguments, in order.
-	Args []Param `json:"args,omitempty"`
-	// Flags are the named options, in the order they are emitted.
-	Flags []Param `json:"flags,omitempty"`
-	// OutputFormat is FormatText or FormatJSON; empty means FormatText.
-	OutputFormat string `json:"output_format,omitempty"`
-	// InvocationMethod is MethodExec or MethodShell; empty means MethodExec.
-	InvocationMethod string `json:"invocation_method,omitempty"`
-	// SourceURL points at the command's source or release, if given.
-	SourceURL string `json:"source_url,omitempty"`
-	// Schema is an optional JSON Schema (an object) that the whole input
-	// object must satisfy, on top of the per-param type checks.
-	Schema json.RawMessage `json:"schema,omitempty"`
-	// Timeout is our extension: the longest the command may run, in
-	// seconds (fractions allowed, at most MaxTimeout). 0 means the
-	// server's default.
-	Timeout float64 `json:"timeout,omitempty"`
-}
+// Row is one OIP directory row: how to build and run one CLI command. It is
+// declared once, in package oip/wire (the API's shape); this package
+// decodes (Decode) and validates (Validate, ValidateInput) it.
+type Row = wire.Row
 
-// Param is one positional arg or flag of a row.
-type Param struct {
-	// Name is the input key, matching NamePattern. A flag named "output"
-	// is emitted as --output unless it has a short alias.
-	Name string `json:"name"`
-	// Type is one of TypeString, TypeInteger, TypeNumber, TypeBoolean and
-	// TypeArray (an array of scalars).
-	Type string `json:"type"`
-	// Description says what the param means.
-	Description string `json:"description,omitempty"`
-	// Required makes the input key mandatory.
-	Required bool `json:"required"`
-	// Default is the param's default as raw JSON; nil means none (which
-	// differs from a JSON null, which Validate refuses). Args use it to fill
-	// a gap before a later given arg; for flags it documents the tool's own
-	// default, since absent flags are left out.
-	Default json.RawMessage `json:"default,omitempty"`
-	// ShortAlias, flags only, is a one-letter alias like "-v" that is
-	// emitted instead of --name.
-	ShortAlias string `json:"short_alias,omitempty"`
-}
-
-// Method returns the effective invocation method (MethodExec when empty).
-func (r *Row) Method() string {
-	if r.InvocationMethod == "" {
-		return MethodExec
-	}
-	return r.InvocationMethod
-}
-
-// Format returns the effective output format (FormatText when empty).
-func (r *Row) Format() string {
-	if r.OutputFormat == "" {
-		return FormatText
-	}
-	return r.OutputFormat
-}
-
-// TimeoutDuration returns Timeout as a duration; 0 means the server default.
-// Out-of-range values (which Validate refuses) give 0.
-func (r *Row) TimeoutDuration() time.Duration {
-	if !(r.Timeout > 0 && r.Timeout <= MaxTimeout) {
-		return 0
-	}
-	return time.Duration(r.Timeout * float64(time.Second))
-}
-
-// Param returns the arg or flag called name.
-func (r *Row) Param(name string) (*Param, bool) {
-	for i := range r.Args {
-		if r.Args[i].Name == name {
-			return &r.Args[i], true
-		}
-	}
-	for i := range r.Flags {
-		if r.Flags[i].Name == name {
-			return &r.Flags[i], true
-		}
-	}
-	return nil, false
-}
-
-// IsFlag reports whether name is one of the row's flags (rather than an arg
-// or unknown).
-func (r *Row) IsFlag(name string) bool {
-	for i := range r.Flags {
-		if r.Flags[i].Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// InputKeys returns the names the input object may hold: args in order,
-// then flags in order.
-func (r *Row) InputKeys() []string {
-	keys := make([]string, 0, len(r.Args)+len(r.Flags))
-	for _, p := range r.Args {
-		keys = append(keys, p.Name)
-	}
-	for _, p := range r.Flags {
-		keys = append(keys, p.Name)
-	}
-	return keys
-}
+// Param is one positional arg or flag of a row (declared in oip/wire).
+type Param = wire.Param
 
 // DefaultValue returns the param's default decoded as protocol.DecodeValue
 // does (int64, float64, string, bool, []any). ok is false when there is no
 // default or it is not valid JSON.
-func (p *Param) DefaultValue() (v any, ok bool) {
+func DefaultValue(p *Param) (v any, ok bool) {
 	if p.Default == nil {
 		return nil, false
 	}
@@ -168,7 +64,7 @@ func (p *Param) DefaultValue() (v any, ok bool) {
 // Validate checks the row against every rule of SPEC section 8 and returns
 // an EInvalid *protocol.Error naming the first offending field, or nil. It
 // does not modify r.
-func (r *Row) Validate() error {
+func Validate(r *Row) error {
 	if r.Command == "" {
 		return invalid("command", "command is required")
 	}
@@ -191,7 +87,7 @@ func (r *Row) Validate() error {
 	if math.IsNaN(r.Timeout) || r.Timeout < 0 || r.Timeout > MaxTimeout {
 		return invalid("timeout", "timeout %v must be a number of seconds from 0 (the server default) to %d", r.Timeout, MaxTimeout)
 	}
-	if err := r.validateParams(); err != nil {
+	if err := validateParams(r); err != nil {
 		return err
 	}
 	if r.Schema != nil {
@@ -202,11 +98,11 @@ func (r *Row) Validate() error {
 	return nil
 }
 
-func (r *Row) validateParams() error {
+func validateParams(r *Row) error {
 	optional := -1 // index of the first optional arg
 	for i := range r.Args {
 		p := &r.Args[i]
-		if err := p.validate("args", i, false); err != nil {
+		if err := validateParam(p, "args", i, false); err != nil {
 			return err
 		}
 		if p.ShortAlias != "" {
@@ -227,11 +123,11 @@ func (r *Row) validateParams() error {
 		}
 	}
 	for i := range r.Flags {
-		if err := r.Flags[i].validate("flags", i, true); err != nil {
+		if err := validateParam(&r.Flags[i], "flags", i, true); err != nil {
 			return err
 		}
 	}
-	return r.checkUnique()
+	return checkUnique(r)
 }
 
 // pathOf renders a param's field path, like "flags[1]". Only error paths
@@ -243,7 +139,7 @@ func pathOf(list string, i int) string {
 // checkUnique refuses duplicate names (across args and flags) and duplicate
 // short aliases. Small rows are compared pairwise; large ones use a map so
 // a hostile row cannot make this quadratic.
-func (r *Row) checkUnique() error {
+func checkUnique(r *Row) error {
 	n := len(r.Args) + len(r.Flags)
 	at := func(i int) (*Param, string) {
 		if i < len(r.Args) {
@@ -300,19 +196,20 @@ func (r *Row) checkUnique() error {
 	return nil
 }
 
-func (p *Param) validate(list string, i int, flag bool) error {
-	if p.valid(flag) {
+func validateParam(p *Param, list string, i int, flag bool) error {
+	if validParam(p, flag) {
 		return nil
 	}
 	path := pathOf(list, i)
-	if err := p.explain(path, flag); err != nil {
+	if err := explainParam(p, path, flag); err != nil {
 		return err
 	}
 	return invalid(path, "%s is not a valid param", path) // unreachable: valid and explain agree
 }
 
-// valid is the allocation-free check; explain says what valid refused.
-func (p *Param) valid(flag bool) bool {
+// validParam is the allocation-free check; explainParam says what it
+// refused.
+func validParam(p *Param, flag bool) bool {
 	switch p.Type {
 	case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray:
 	default:
@@ -330,7 +227,7 @@ func (p *Param) valid(flag bool) bool {
 	return true
 }
 
-func (p *Param) explain(path string, flag bool) error {
+func explainParam(p *Param, path string, flag bool) error {
 	if p.Name == "" {
 		return invalid(path+".name", "%s.name is required", path)
 	}

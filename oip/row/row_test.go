@@ -54,7 +54,7 @@ func TestDecodeSeedRow(t *testing.T) {
 	if !ok || p.ShortAlias != "-v" {
 		t.Errorf("Param(verbose) = %+v, %v", p, ok)
 	}
-	if v, ok := p.DefaultValue(); !ok || v != false {
+	if v, ok := DefaultValue(p); !ok || v != false {
 		t.Errorf("verbose default = %v, %v; want false, true", v, ok)
 	}
 	if _, ok := r.Param("nope"); ok {
@@ -117,16 +117,16 @@ func TestDecodeKeepsDefaultPresence(t *testing.T) {
 	if r.Flags[0].Default != nil {
 		t.Errorf("absent default decoded as %q", r.Flags[0].Default)
 	}
-	if _, ok := r.Flags[0].DefaultValue(); ok {
+	if _, ok := DefaultValue(&r.Flags[0]); ok {
 		t.Error("absent default reported as present")
 	}
-	if v, ok := r.Flags[1].DefaultValue(); !ok || v != false {
+	if v, ok := DefaultValue(&r.Flags[1]); !ok || v != false {
 		t.Errorf("false default = %v, %v", v, ok)
 	}
-	if v, ok := r.Flags[2].DefaultValue(); !ok || v != 2.0 {
+	if v, ok := DefaultValue(&r.Flags[2]); !ok || v != 2.0 {
 		t.Errorf("integral float default = %#v, %v", v, ok)
 	}
-	if v, ok := r.Flags[3].DefaultValue(); !ok || !reflect.DeepEqual(v, []any{"x", int64(1), true}) {
+	if v, ok := DefaultValue(&r.Flags[3]); !ok || !reflect.DeepEqual(v, []any{"x", int64(1), true}) {
 		t.Errorf("array default = %#v, %v", v, ok)
 	}
 }
@@ -256,29 +256,29 @@ func TestValidateManyParams(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		r.Flags = append(r.Flags, Param{Name: fmt.Sprintf("f%d", i), Type: TypeString})
 	}
-	if err := r.Validate(); err != nil {
+	if err := Validate(r); err != nil {
 		t.Fatal(err)
 	}
 	r.Flags[30].Name = "f3"
-	checkErr(t, r.Validate(), "flags[30].name", `flags[30].name "f3" is already used by flags[3]`)
+	checkErr(t, Validate(r), "flags[30].name", `flags[30].name "f3" is already used by flags[3]`)
 	r.Flags[30].Name = "f30"
 	r.Flags[10].ShortAlias, r.Flags[35].ShortAlias = "-a", "-a"
-	checkErr(t, r.Validate(), "flags[35].short_alias", `"-a" is already used by flags[10]`)
+	checkErr(t, Validate(r), "flags[35].short_alias", `"-a" is already used by flags[10]`)
 }
 
 // Rows built in Go are held to the same rules; Validate does not modify.
 func TestValidateGoRow(t *testing.T) {
 	r := &Row{Command: "x", Args: []Param{{Name: "a", Type: TypeString, ShortAlias: "-a"}}}
-	checkErr(t, r.Validate(), "args[0].short_alias", "positional args take no short alias")
+	checkErr(t, Validate(r), "args[0].short_alias", "positional args take no short alias")
 	r = &Row{Command: "x", Flags: []Param{{Name: "a", Type: TypeString, Default: json.RawMessage(`{`)}}}
-	checkErr(t, r.Validate(), "flags[0].default", "flags[0].default is not valid JSON")
+	checkErr(t, Validate(r), "flags[0].default", "flags[0].default is not valid JSON")
 	r = &Row{Command: "x\xff"}
-	checkErr(t, r.Validate(), "command", "must be UTF-8")
+	checkErr(t, Validate(r), "command", "must be UTF-8")
 	r = &Row{Command: "x", Timeout: -0.5}
-	checkErr(t, r.Validate(), "timeout", "timeout")
+	checkErr(t, Validate(r), "timeout", "timeout")
 	r = &Row{Command: "x"}
 	before := *r
-	if err := r.Validate(); err != nil {
+	if err := Validate(r); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(*r, before) {
@@ -301,28 +301,28 @@ func TestValidateInput(t *testing.T) {
 	for _, ok := range []map[string]any{
 		{}, nil, {"level": int64(3)}, {"level": 3}, {"level": uint8(5), "mode": "fast"}, {"level": json.Number("2")},
 	} {
-		if err := r.ValidateInput(ok); err != nil {
+		if err := ValidateInput(r, ok); err != nil {
 			t.Errorf("ValidateInput(%v) = %v", ok, err)
 		}
 	}
-	err = r.ValidateInput(map[string]any{"level": int64(9)})
+	err = ValidateInput(r, map[string]any{"level": int64(9)})
 	checkErr(t, err, "level", "input does not match the row's schema: at '/level'")
 	if !strings.Contains(protocol.ErrorHint(err), "maximum") {
 		t.Errorf("hint %q does not name the failing rule", protocol.ErrorHint(err))
 	}
-	checkErr(t, r.ValidateInput(map[string]any{"mode": "medium"}), "mode", "at '/mode'")
+	checkErr(t, ValidateInput(r, map[string]any{"mode": "medium"}), "mode", "at '/mode'")
 	// Large numbers read as people write them (not 2×10⁰⁶).
 	big, err := Decode([]byte(`{"command":"x","flags":[{"name":"a","type":"integer"}],
 		"schema":{"type":"object","properties":{"a":{"maximum":1000000}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkErr(t, big.ValidateInput(map[string]any{"a": int64(2000000)}), "a", "at '/a': maximum: got 2000000, want 1000000")
+	checkErr(t, ValidateInput(big, map[string]any{"a": int64(2000000)}), "a", "at '/a': maximum: got 2000000, want 1000000")
 
 	// Without a schema every input passes (the per-param checks are the
 	// builder's job).
 	plain := &Row{Command: "x"}
-	if err := plain.ValidateInput(map[string]any{"anything": 1}); err != nil {
+	if err := ValidateInput(plain, map[string]any{"anything": 1}); err != nil {
 		t.Error(err)
 	}
 }
@@ -333,8 +333,8 @@ func TestSchemaFormatsAsserted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkErr(t, r.ValidateInput(map[string]any{"to": "nope"}), "to", "email")
-	if err := r.ValidateInput(map[string]any{"to": "a@example.com"}); err != nil {
+	checkErr(t, ValidateInput(r, map[string]any{"to": "nope"}), "to", "email")
+	if err := ValidateInput(r, map[string]any{"to": "a@example.com"}); err != nil {
 		t.Error(err)
 	}
 }
@@ -347,7 +347,7 @@ func TestSchemaDraft7AndInternalRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkErr(t, r.ValidateInput(map[string]any{"n": 4}), "n", "at '/n'")
+	checkErr(t, ValidateInput(r, map[string]any{"n": 4}), "n", "at '/n'")
 }
 
 // A schema is compiled once per schema text.

@@ -102,7 +102,7 @@ func schemaError(err error) error {
 // location and rule, and Fields["field"] holds the top-level input key when
 // the failure is inside one. input may hold the types protocol.DecodeValue
 // produces, json.Number, and Go integers and floats.
-func (r *Row) ValidateInput(input map[string]any) error {
+func ValidateInput(r *Row, input map[string]any) error {
 	if r.Schema == nil {
 		return nil
 	}

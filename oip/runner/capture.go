@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/asmp-dev/asmp/oip"
+	"github.com/asmp-dev/asmp/oip/execution"
 )
 
 // capture is an output stream's sink: it hashes and counts every byte and
@@ -38,7 +38,7 @@ func (c *capture) truncated() bool { return c.size > int64(len(c.buf)) }
 // stream returns the recorded form: the kept text (cut back to a whole
 // UTF-8 character when truncated, invalid bytes replaced by U+FFFD), the
 // full size and the SHA-256 of every byte.
-func (c *capture) stream() *oip.Stream {
+func (c *capture) stream() *execution.Stream {
 	kept := c.buf
 	if c.truncated() {
 		// Drop a character the cap cut in two.
@@ -51,7 +51,7 @@ func (c *capture) stream() *oip.Stream {
 			}
 		}
 	}
-	return &oip.Stream{
+	return &execution.Stream{
 		Text:      strings.ToValidUTF8(string(kept), "\uFFFD"),
 		Size:      c.size,
 		SHA256:    hex.EncodeToString(c.h.Sum(nil)),

@@ -1,5 +1,5 @@
 // Package runner is the sandboxed executor of OIP invocations (SPEC section
-// 9): an oip.Executor that runs the command a directory row builds, within
+// 9): an execution.Executor that runs the command a directory row builds, within
 // what Go and Linux give without root.
 //
 // # What it enforces
@@ -46,7 +46,7 @@
 //
 // # Outcomes
 //
-// Execute never returns an error: every result is an oip.Outcome. Class
+// Execute never returns an error: every result is an execution.Outcome. Class
 // refused means nothing ran (not allowlisted, not found, no free slot,
 // malformed execution); failed means the command ran but exited non-zero,
 // was killed (timeout or cancellation; exit_code -1), could not be started,

@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/command"
+	"github.com/asmp-dev/asmp/oip/execution"
 	"github.com/asmp-dev/asmp/oip/row"
 	"github.com/asmp-dev/asmp/protocol"
 )
@@ -99,7 +99,7 @@ type Program struct {
 }
 
 // Executor runs OIP invocations under the rules of the package doc. It
-// implements oip.Executor and is safe for concurrent use.
+// implements execution.Executor and is safe for concurrent use.
 type Executor struct {
 	allow      []Program
 	path       string
@@ -112,7 +112,7 @@ type Executor struct {
 	log        *slog.Logger
 }
 
-var _ oip.Executor = (*Executor)(nil)
+var _ execution.Executor = (*Executor)(nil)
 
 // New returns an Executor. It resolves every allowlist entry now (an entry
 // that is relative, missing or not an executable file is an error) and
@@ -266,12 +266,12 @@ type plan struct {
 	prog string // for logs: the program the row names
 }
 
-func refused(format string, args ...any) *oip.Outcome {
-	return &oip.Outcome{Class: oip.OutcomeRefused, Reason: fmt.Sprintf(format, args...)}
+func refused(format string, args ...any) *execution.Outcome {
+	return &execution.Outcome{Class: execution.OutcomeRefused, Reason: fmt.Sprintf(format, args...)}
 }
 
 // check applies the allowlist to x and returns the plan, or the refusal.
-func (e *Executor) check(x oip.Execution) (plan, *oip.Outcome) {
+func (e *Executor) check(x execution.Execution) (plan, *execution.Outcome) {
 	if !supported {
 		return plan{}, refused("Execution needs process groups, which this server's system (%s) lacks. Nothing ran.", runtime.GOOS)
 	}
@@ -313,11 +313,11 @@ func (e *Executor) check(x oip.Execution) (plan, *oip.Outcome) {
 
 // Execute runs x and returns its outcome. It never panics and never
 // returns without an outcome: see the package doc for the classes.
-func (e *Executor) Execute(ctx context.Context, x oip.Execution) (out oip.Outcome) {
+func (e *Executor) Execute(ctx context.Context, x execution.Execution) (out execution.Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("executor panicked", "attempt", x.AttemptID, "panic", v)
-			out = oip.Outcome{Class: oip.OutcomeFailed, Reason: "The executor failed internally; the server log has the details."}
+			out = execution.Outcome{Class: execution.OutcomeFailed, Reason: "The executor failed internally; the server log has the details."}
 		}
 	}()
 	p, refusal := e.check(x)
@@ -360,13 +360,13 @@ func (e *Executor) acquire(ctx context.Context, wait time.Duration) bool {
 	}
 }
 
-func failed(start time.Time, format string, args ...any) oip.Outcome {
-	return oip.Outcome{Class: oip.OutcomeFailed, DurationMS: time.Since(start).Milliseconds(), Reason: fmt.Sprintf(format, args...)}
+func failed(start time.Time, format string, args ...any) execution.Outcome {
+	return execution.Outcome{Class: execution.OutcomeFailed, DurationMS: time.Since(start).Milliseconds(), Reason: fmt.Sprintf(format, args...)}
 }
 
 // run starts p in a fresh working directory and process group, waits for
 // it (killing the group at the deadline) and captures its output.
-func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, format string) oip.Outcome {
+func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, format string) execution.Outcome {
 	begin := time.Now()
 	dir, err := e.mkRunDir()
 	if err != nil {
@@ -456,10 +456,10 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 		<-done
 	}
 
-	out := oip.Outcome{DurationMS: elapsed.Milliseconds(), Stdout: stdout.stream(), Stderr: stderr.stream()}
+	out := execution.Outcome{DurationMS: elapsed.Milliseconds(), Stdout: stdout.stream(), Stderr: stderr.stream()}
 	ps := cmd.ProcessState
 	if ps == nil {
-		out.Class, out.Reason = oip.OutcomeFailed, fmt.Sprintf("Waiting for the command failed: %v.", werr)
+		out.Class, out.Reason = execution.OutcomeFailed, fmt.Sprintf("Waiting for the command failed: %v.", werr)
 		return out
 	}
 	code := ps.ExitCode()
@@ -467,15 +467,15 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 	ws, _ := ps.Sys().(syscall.WaitStatus)
 	switch {
 	case errors.Is(stopped, errTimeout):
-		out.Class, out.Reason = oip.OutcomeFailed, fmt.Sprintf("Timed out after %s: the command and its process group were killed.", timeout)
+		out.Class, out.Reason = execution.OutcomeFailed, fmt.Sprintf("Timed out after %s: the command and its process group were killed.", timeout)
 	case stopped != nil:
-		out.Class, out.Reason = oip.OutcomeFailed, fmt.Sprintf("Stopped before it finished (%v): the command and its process group were killed.", stopped)
+		out.Class, out.Reason = execution.OutcomeFailed, fmt.Sprintf("Stopped before it finished (%v): the command and its process group were killed.", stopped)
 	case ws.Signaled():
-		out.Class, out.Reason = oip.OutcomeFailed, fmt.Sprintf("Killed by signal %d (%s).", int(ws.Signal()), ws.Signal())
+		out.Class, out.Reason = execution.OutcomeFailed, fmt.Sprintf("Killed by signal %d (%s).", int(ws.Signal()), ws.Signal())
 	case code != 0:
-		out.Class, out.Reason = oip.OutcomeFailed, fmt.Sprintf("Exited with code %d.", code)
+		out.Class, out.Reason = execution.OutcomeFailed, fmt.Sprintf("Exited with code %d.", code)
 	default:
-		out.Class = oip.OutcomeSucceeded
+		out.Class = execution.OutcomeSucceeded
 	}
 	if format == row.FormatJSON {
 		parseOutput(&out, stdout)
@@ -485,10 +485,10 @@ func (e *Executor) run(ctx context.Context, p plan, timeout time.Duration, forma
 
 // parseOutput sets out.Output from the stdout of a json row; output that
 // cannot be parsed fails an otherwise successful outcome.
-func parseOutput(out *oip.Outcome, stdout *capture) {
+func parseOutput(out *execution.Outcome, stdout *capture) {
 	fail := func(reason string) {
-		if out.Class == oip.OutcomeSucceeded {
-			out.Class, out.Reason = oip.OutcomeFailed, reason
+		if out.Class == execution.OutcomeSucceeded {
+			out.Class, out.Reason = execution.OutcomeFailed, reason
 		}
 	}
 	if stdout.truncated() {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -22,21 +23,12 @@ import (
 // hashSize is the size of every tree hash (SHA-256).
 const hashSize = sha256.Size
 
-// hashedRecord is exactly the content that entry_hash and the Merkle leaf
-// commit to: every record field except entry_hash (which is derived from
-// it) and replayed_by (which is computed on read).
-type hashedRecord struct {
-	InvID      string          `json:"inv_ID"`
-	Seq        int64           `json:"seq"`
-	Key        string          `json:"key"`
-	Type       string          `json:"type"`
-	Body       json.RawMessage `json:"body"`
-	Timestamp  string          `json:"timestamp"`
-	Source     string          `json:"source"`
-	Supersedes *string         `json:"supersedes"`
-	ResultOf   string          `json:"result_of,omitempty"`
-	ReplayOf   string          `json:"replay_of,omitempty"`
-}
+// emptyEntryHash is the entry_hash member of a record's wire form
+// (wire.Record) when it is empty: the one member that form holds that
+// entry_hash and the Merkle leaf do not commit to (entry_hash is derived
+// from the rest; replayed_by and replayed_by_more, computed on read, are
+// left out when empty).
+var emptyEntryHash = []byte(`,"entry_hash":""`)
 
 // CanonicalJSON returns the bytes a record's entry_hash and Merkle leaf are
 // computed from: the RFC 8785 (JCS) canonical JSON of the object
@@ -49,21 +41,24 @@ type hashedRecord struct {
 // insignificant whitespace is removed, strings are minimally escaped and
 // numbers are written in their shortest IEEE-754 double form.
 func CanonicalJSON(r wire.Record) ([]byte, error) {
-	h := hashedRecord{
-		InvID: r.InvID, Seq: r.Seq, Key: r.Key, Type: r.Type, Body: r.Body,
-		Timestamp: r.Timestamp, Source: r.Source, ResultOf: r.ResultOf, ReplayOf: r.ReplayOf,
+	// The record's one declared shape, wire.Record, less what is not
+	// hashed; the order of members does not matter, RFC 8785 sorts them.
+	r.EntryHash, r.ReplayedBy, r.ReplayedByMore = "", nil, false
+	if len(r.Body) == 0 {
+		r.Body = json.RawMessage("null")
 	}
-	if len(h.Body) == 0 {
-		h.Body = json.RawMessage("null")
-	}
-	if r.Supersedes != "" {
-		s := r.Supersedes
-		h.Supersedes = &s
-	}
-	b, err := json.Marshal(h)
+	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("oip: encode record %s: %w", r.InvID, err)
 	}
+	// entry_hash follows body, timestamp and source and precedes only
+	// string and null members, in which its quotes would be escaped: its
+	// last occurrence is the member, whatever the body holds.
+	i := bytes.LastIndex(b, emptyEntryHash)
+	if i < 0 {
+		return nil, fmt.Errorf("oip: encode record %s: no entry_hash member in %.80s", r.InvID, b)
+	}
+	b = append(b[:i], b[i+len(emptyEntryHash):]...)
 	c, err := jcs.Transform(b)
 	if err != nil {
 		return nil, fmt.Errorf("oip: canonicalise record %s: %w", r.InvID, err)
@@ -76,19 +71,12 @@ func CanonicalJSON(r wire.Record) ([]byte, error) {
 // not check that data is canonical; comparing CanonicalJSON of the result
 // with data does.
 func DecodeCanonical(data []byte) (wire.Record, error) {
-	var h hashedRecord
-	if err := json.Unmarshal(data, &h); err != nil {
+	var r wire.Record
+	if err := json.Unmarshal(data, &r); err != nil {
 		return wire.Record{}, fmt.Errorf("oip: decode canonical record: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	r := wire.Record{
-		InvID: h.InvID, Seq: h.Seq, Key: h.Key, Type: h.Type, Body: h.Body,
-		Timestamp: h.Timestamp, Source: h.Source, EntryHash: hex.EncodeToString(sum[:]),
-		ResultOf: h.ResultOf, ReplayOf: h.ReplayOf,
-	}
-	if h.Supersedes != nil {
-		r.Supersedes = *h.Supersedes
-	}
+	r.EntryHash, r.ReplayedBy, r.ReplayedByMore = hex.EncodeToString(sum[:]), nil, false
 	return r, nil
 }
 

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Invocation methods and output formats of a row (see package oip/row,
 // which validates rows).
@@ -11,9 +14,13 @@ const (
 	FormatJSON  = "json"  // the command prints one JSON value
 )
 
-// Row is a directory row as the API serves it: the JSON shape of
-// oip/row.Row, without its validation (a served row has been validated by
-// the server).
+// MaxTimeout is the largest timeout a row may ask for, in seconds (one day).
+const MaxTimeout = 86400
+
+// Row is one OIP directory row: how to build and run one CLI command. It is
+// the one declaration of the row's shape: the API serves it as is, and
+// package oip/row (Row is an alias of this type there) decodes and
+// validates it (row.Decode, row.Validate).
 type Row struct {
 	// Command is the program to run: a name looked up on PATH or a path.
 	Command string `json:"command"`
@@ -32,22 +39,28 @@ type Row struct {
 	// Schema is an optional JSON Schema (an object) that the whole input
 	// object must satisfy, on top of the per-param type checks.
 	Schema json.RawMessage `json:"schema,omitempty"`
-	// Timeout is the longest the command may run, in seconds; 0 means the
+	// Timeout is our extension: the longest the command may run, in
+	// seconds (fractions allowed, at most MaxTimeout). 0 means the
 	// server's default.
 	Timeout float64 `json:"timeout,omitempty"`
 }
 
 // Param is one positional arg or flag of a row.
 type Param struct {
-	// Name is the input key.
+	// Name is the input key (oip/row.NamePattern). A flag named "output"
+	// is emitted as --output unless it has a short alias.
 	Name string `json:"name"`
-	// Type is "string", "integer", "number", "boolean" or "array".
+	// Type is "string", "integer", "number", "boolean" or "array" (an
+	// array of scalars).
 	Type string `json:"type"`
 	// Description says what the param means.
 	Description string `json:"description,omitempty"`
 	// Required makes the input key mandatory.
 	Required bool `json:"required"`
-	// Default is the param's default as raw JSON; nil means none.
+	// Default is the param's default as raw JSON; nil means none (which
+	// differs from a JSON null, which validation refuses). Args use it to
+	// fill a gap before a later given arg; for flags it documents the
+	// tool's own default, since absent flags are left out.
 	Default json.RawMessage `json:"default,omitempty"`
 	// ShortAlias, flags only, is a one-letter alias like "-v" that is
 	// emitted instead of --name.
@@ -68,6 +81,54 @@ func (r *Row) Format() string {
 		return FormatText
 	}
 	return r.OutputFormat
+}
+
+// TimeoutDuration returns Timeout as a duration; 0 means the server default.
+// Out-of-range values (which validation refuses) give 0.
+func (r *Row) TimeoutDuration() time.Duration {
+	if !(r.Timeout > 0 && r.Timeout <= MaxTimeout) {
+		return 0
+	}
+	return time.Duration(r.Timeout * float64(time.Second))
+}
+
+// Param returns the arg or flag called name.
+func (r *Row) Param(name string) (*Param, bool) {
+	for i := range r.Args {
+		if r.Args[i].Name == name {
+			return &r.Args[i], true
+		}
+	}
+	for i := range r.Flags {
+		if r.Flags[i].Name == name {
+			return &r.Flags[i], true
+		}
+	}
+	return nil, false
+}
+
+// IsFlag reports whether name is one of the row's flags (rather than an arg
+// or unknown).
+func (r *Row) IsFlag(name string) bool {
+	for i := range r.Flags {
+		if r.Flags[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// InputKeys returns the names the input object may hold: args in order,
+// then flags in order.
+func (r *Row) InputKeys() []string {
+	keys := make([]string, 0, len(r.Args)+len(r.Flags))
+	for _, p := range r.Args {
+		keys = append(keys, p.Name)
+	}
+	for _, p := range r.Flags {
+		keys = append(keys, p.Name)
+	}
+	return keys
 }
 
 // DirectoryRow is one row of the directory listing, rendered as the seed's

@@ -614,11 +614,11 @@ func (s *Store) LedgerCheckpoints(ctx context.Context, after int64, limit int) (
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	i := sort.Search(len(s.cks), func(i int) bool { return s.cks[i].TreeSize > after })
-	out := append([]store.LedgerCheckpoint{}, s.cks[i:]...)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	end := len(s.cks)
+	if limit > 0 && i+limit < end {
+		end = i + limit // copy only the page
 	}
-	return out, nil
+	return append([]store.LedgerCheckpoint{}, s.cks[i:end]...), nil
 }
 
 // PutLedgerCheckpoint implements store.Store.
