@@ -38,8 +38,9 @@ func (p Principal) Has(scope string) bool {
 // MayExecute is the one decision of whether p may have directory rows
 // executed: the server executes (serverExecutes: `asmp serve
 // --allow-exec`) and p holds the exec scope. GET /whoami answers it, the
-// MCP endpoint asks it for row tools, and the ledger refuses an
-// invocation's execution without it.
+// MCP endpoint asks it for row tools, the ledger refuses an invocation's
+// execution without it, and asks it of a row version's dispatcher (with
+// the scopes recorded at dispatch) before a workflow runs that version.
 func MayExecute(serverExecutes bool, p Principal) bool {
 	return serverExecutes && p.Has(ScopeExec)
 }

@@ -107,7 +107,7 @@ func (s *Service) mayRunForWorkflow(ctx context.Context, rec store.LedgerRecord)
 	case !s.signedScopes(rec.InvID, scopes):
 		held = "is not known to have held the exec scope when it dispatched it (its recorded scopes do not carry this server's signature: edited in the database, or recorded under an earlier signing key)"
 		s.log.Warn("a dispatcher's recorded scopes fail their signature check", "inv_ID", rec.InvID, "key", rec.Key)
-	case slices.Contains(scopes, auth.ScopeExec):
+	case auth.MayExecute(true, auth.Principal{Name: rec.Source, Scopes: scopes}): // the dispatcher, as it was when it dispatched
 		return true, "", nil
 	}
 	return false, fmt.Sprintf("The directory row %s is at version %s, dispatched by %q, which %s: a workflow runs a row's current version only when its dispatcher holds exec. Dispatch the row again with a token holding exec, or pin a version in the workflow (row: %s).",
