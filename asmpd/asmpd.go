@@ -41,8 +41,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/agentstate"
-	"github.com/asmp-dev/asmp/internal/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
@@ -500,7 +499,7 @@ func LedgerKeyPath(getenv func(string) string) (string, error) {
 	if p := getenv("ASMP_LEDGER_KEY"); p != "" {
 		return p, nil
 	}
-	dir, err := agentstate.Dir(getenv)
+	dir, err := StateDir(getenv)
 	if err != nil {
 		return "", fmt.Errorf("no directory for the ledger's signing key (set ASMP_LEDGER_KEY or ASMP_STATE_DIR): %w", err)
 	}
@@ -508,6 +507,23 @@ func LedgerKeyPath(getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("creating the directory of the ledger's signing key: %w", err)
 	}
 	return filepath.Join(dir, "asmp-ledger.key"), nil
+}
+
+// StateDir is the user's asmp state directory: $ASMP_STATE_DIR, else
+// os.UserConfigDir()/asmp. getenv nil means os.Getenv. The CLI keeps its
+// run state there too.
+func StateDir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv("ASMP_STATE_DIR"); d != "" {
+		return d, nil
+	}
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no user config directory (set ASMP_STATE_DIR): %w", err)
+	}
+	return filepath.Join(base, "asmp"), nil
 }
 
 // installExampleRows dispatches the built-in examples' directory rows,

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/auth"
-	"github.com/asmp-dev/asmp/internal/httpx"
-	"github.com/asmp-dev/asmp/internal/paging"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/paging"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/server/console"

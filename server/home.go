@@ -4,7 +4,7 @@ import (
 	"html/template"
 	"net/http"
 
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

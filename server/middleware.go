@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/auth"
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/spec"
 )

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/httpx"
-	"github.com/asmp-dev/asmp/internal/paging"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/paging"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

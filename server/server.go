@@ -37,7 +37,7 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server/internal/encoded"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server/internal/encoded"
 )

@@ -43,7 +43,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"

@@ -1,4 +1,4 @@
-// Command pprofserve is asmp serve wired the same way as internal/cli's
+// Command pprofserve is asmp serve wired the same way as internal/app/cli's
 // serve command (engine, HTTP API, OIP ledger under /api/, task workers),
 // in one process with net/http/pprof on a second, separate listener. It is
 // bench tooling only: the asmp binary has no pprof endpoint.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asmp-dev/asmp/internal/legacyfixture"
+	"github.com/asmp-dev/asmp/internal/testsupport/legacyfixture"
 	"github.com/asmp-dev/asmp/oip"
 )
 

@@ -6,7 +6,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/asmp-dev/asmp/internal/cli"
+	"github.com/asmp-dev/asmp/internal/app/cli"
 )
 
 func main() {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asmp-dev/asmp/internal/testbin"
+	"github.com/asmp-dev/asmp/internal/testsupport/testbin"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/spec"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/asmp-dev/asmp/internal/legacyfixture"
+	"github.com/asmp-dev/asmp/internal/testsupport/legacyfixture"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/store/postgres"
 )

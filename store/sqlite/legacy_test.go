@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/asmp-dev/asmp/internal/legacyfixture"
+	"github.com/asmp-dev/asmp/internal/testsupport/legacyfixture"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/store/sqlite"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/tui"
+	"github.com/asmp-dev/asmp/internal/app/tui"
 )
 
 // The screen names the workflow version the run is pinned to (short form).

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/asmp-dev/asmp/asmpd"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,17 +49,11 @@ type Store struct {
 // Dir returns the state directory: $ASMP_STATE_DIR, else
 // os.UserConfigDir()/asmp. getenv nil means os.Getenv.
 func Dir(getenv func(string) string) (string, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if d := getenv("ASMP_STATE_DIR"); d != "" {
-		return d, nil
-	}
-	base, err := os.UserConfigDir()
+	dir, err := asmpd.StateDir(getenv)
 	if err != nil {
-		return "", fmt.Errorf("no directory for the run state (set ASMP_STATE_DIR): %w", err)
+		return "", fmt.Errorf("no directory for the run state: %w", err)
 	}
-	return filepath.Join(base, "asmp"), nil
+	return dir, nil
 }
 
 // Open returns the store in dir; nothing is read or created until used.

@@ -17,7 +17,7 @@ import (
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/cli"
+	"github.com/asmp-dev/asmp/internal/app/cli"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asmp-dev/asmp/client"
-	"github.com/asmp-dev/asmp/internal/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
 )
 
 // defaultServer is the server a client command talks to when neither

@@ -24,7 +24,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/asmp-dev/asmp/client"
-	_ "github.com/asmp-dev/asmp/internal/termquiet" // never query the terminal (see its doc)
+	_ "github.com/asmp-dev/asmp/internal/app/termquiet" // never query the terminal (see its doc)
 	"github.com/asmp-dev/asmp/protocol"
 )
 

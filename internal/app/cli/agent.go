@@ -25,7 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asmp-dev/asmp/client"
-	"github.com/asmp-dev/asmp/internal/agentstate"
+	"github.com/asmp-dev/asmp/internal/app/agentstate"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
 	asmpserver "github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/cli"
+	"github.com/asmp-dev/asmp/internal/app/cli"
 	"github.com/asmp-dev/asmp/oip"
 	"github.com/asmp-dev/asmp/oip/runner"
 	"github.com/asmp-dev/asmp/store/memstore"

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/asmp-dev/asmp/auth"
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

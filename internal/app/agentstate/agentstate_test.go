@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/asmp-dev/asmp/internal/agentstate"
+	"github.com/asmp-dev/asmp/internal/app/agentstate"
 )
 
 func TestRememberLookupForget(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
 	"github.com/asmp-dev/asmp/oip"
 	asmpserver "github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"

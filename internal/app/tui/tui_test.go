@@ -17,7 +17,7 @@ import (
 	"github.com/asmp-dev/asmp/client/embedded"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/tui"
+	"github.com/asmp-dev/asmp/internal/app/tui"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"

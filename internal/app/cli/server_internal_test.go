@@ -3,7 +3,7 @@ package cli
 import (
 	"testing"
 
-	"github.com/asmp-dev/asmp/internal/agentstate"
+	"github.com/asmp-dev/asmp/internal/app/agentstate"
 )
 
 // One rule for every client command: --server, else $ASMP_URL, else the

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/testbin"
+	"github.com/asmp-dev/asmp/internal/testsupport/testbin"
 	"github.com/asmp-dev/asmp/spec"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asmp-dev/asmp/client"
-	"github.com/asmp-dev/asmp/internal/tui"
+	"github.com/asmp-dev/asmp/internal/app/tui"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/client/embedded"
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 )
 
 // engineRuns is the run backend of a /mcp session: the SDK's in-process

@@ -15,7 +15,7 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/client"
 	"github.com/asmp-dev/asmp/engine"
-	"github.com/asmp-dev/asmp/internal/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/protocol"
 )
 

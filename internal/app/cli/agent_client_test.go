@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asmp-dev/asmp/internal/testbin"
+	"github.com/asmp-dev/asmp/internal/testsupport/testbin"
 )
 
 // asmpBin is the asmp binary the tests of this package share.
