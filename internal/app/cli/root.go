@@ -20,7 +20,7 @@ import (
 )
 
 // Version is the asmp version, set at build time with
-// -ldflags "-X github.com/asmp-dev/asmp/internal/cli.Version=v1.2.3".
+// -ldflags "-X github.com/asmp-dev/asmp/internal/app/cli.Version=v1.2.3".
 var Version = "dev"
 
 // Env is what a command runs with: its streams and environment, so tests
