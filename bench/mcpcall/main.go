@@ -2,26 +2,35 @@
 // HTTP transition, both on one server in one run: the same self-loop
 // action (LOOP --tick--> LOOP) fired by POST
 // /runs/{run_id}/transitions/tick, and by an MCP tools/call of the
-// session's dynamic tool "tick" at /mcp (streamable HTTP, the official Go
-// SDK's client), one call at a time over loopback keep-alive connections.
-// Rounds alternate between the two so that drift of the machine hits
-// both alike.
+// session's dynamic tool "tick" at /mcp (streamable HTTP). Rounds
+// alternate between the two so that drift of the machine hits both alike.
 //
-//	go run ./bench/mcpcall                    # an in-process server, /mcp through the engine
+// By default the server's cost alone is measured: the server's handler is
+// called directly (ServeHTTP) with pre-encoded requests (the JSON-RPC
+// tools/call of an initialized session, the transition's POST) and a
+// recorder, so the process's CPU time is the server's. -loopback serves on
+// a loopback port instead and calls with the official Go SDK's MCP client
+// and net/http, one call at a time over keep-alive connections: the CPU
+// time is then client and server together. As asmp serve does, the
+// in-process server's collections are sized by gctune (-gc-floor).
+//
+//	go run ./bench/mcpcall                    # the server's cost, /mcp through the engine
 //	go run ./bench/mcpcall -mcp-over-http     # /mcp as before: its own handler, per tool call
+//	go run ./bench/mcpcall -loopback          # over loopback with the SDK's client
 //	go run ./bench/mcpcall -url http://127.0.0.1:8000   # a running asmp serve --workflow bench/loop-v1.yaml
 //
 // Printed (one line):
 //
-//	RESULT rounds=R calls=N http_p50_us=F http_mean_us=F http_cpu_us=F mcp_p50_us=F mcp_mean_us=F mcp_cpu_us=F
+//	RESULT mode=direct|loopback rounds=R calls=N http_p50_us=F http_mean_us=F http_cpu_us=F mcp_p50_us=F mcp_mean_us=F mcp_cpu_us=F
 //	  ratio_p50=F ratio_mean=F ratio_cpu=F mcp_floor_p50_us=F mcp_floor_cpu_us=F
 //
 // ratio = MCP tool call / HTTP transition (the target is at most 1.5), by
-// median and mean wall time per call and by CPU time per call (the
-// process's, client and server together; the figure that a loaded machine
-// disturbs least);
-// mcp_floor is a tools/call of asmp_list_workflows, which reads no run:
-// what the MCP protocol and its SDK cost by themselves.
+// median and mean wall time per call and by CPU time per call (the figure
+// that a loaded machine disturbs least); mcp_floor is a tools/call of
+// asmp_list_workflows, which reads no run: what the MCP protocol and its
+// SDK cost by themselves. -cpuprofile writes a CPU profile of the measured
+// rounds; MCPCALL_SHOW=1 prints one answer of each kind (direct mode),
+// MCPCALL_MEMPROFILE=FILE an allocation profile.
 package main
 
 import (
@@ -44,6 +53,7 @@ import (
 
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/edge/gctune"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"
@@ -55,7 +65,17 @@ func main() {
 	rounds := flag.Int("rounds", 10, "rounds, alternating HTTP and MCP")
 	calls := flag.Int("calls", 300, "calls of each kind per round")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	loopback := flag.Bool("loopback", false, "in-process server: call over loopback with the SDK's client (client and server CPU together) instead of the server's handler directly")
+	gcFloor := flag.Int64("gc-floor", 32<<20, "in-process server: the GC floor of asmp serve's --gc-floor (0 = Go's default GOGC behaviour)")
 	flag.Parse()
+	if *url == "" && *gcFloor > 0 && os.Getenv("GOGC") == "" {
+		// As asmp serve runs: collections sized by what they scan.
+		defer gctune.Start(uint64(*gcFloor), 100).Stop()
+	}
+	if *url == "" && !*loopback {
+		direct(*overHTTP, *rounds, *calls, *cpuprofile)
+		return
+	}
 	if *url == "" {
 		u, stop := serve(!*overHTTP)
 		defer stop()
@@ -122,13 +142,7 @@ func main() {
 		mcpT = append(mcpT, measure(*calls, tickMCP, &mcpCPU)...)
 		floorT = append(floorT, measure(*calls/4, listMCP, &floorCPU)...)
 	}
-	hp, hm := stats(httpT)
-	mp, mm := stats(mcpT)
-	fp, _ := stats(floorT)
-	hcpu, mcu, fc := httpCPU/time.Duration(len(httpT)), mcpCPU/time.Duration(len(mcpT)), floorCPU/time.Duration(len(floorT))
-	fmt.Printf("RESULT rounds=%d calls=%d http_p50_us=%.1f http_mean_us=%.1f http_cpu_us=%.1f mcp_p50_us=%.1f mcp_mean_us=%.1f mcp_cpu_us=%.1f ratio_p50=%.2f ratio_mean=%.2f ratio_cpu=%.2f mcp_floor_p50_us=%.1f mcp_floor_cpu_us=%.1f\n",
-		*rounds, *calls, us(hp), us(hm), us(hcpu), us(mp), us(mm), us(mcu),
-		float64(mp)/float64(hp), float64(mm)/float64(hm), float64(mcu)/float64(hcpu), us(fp), us(fc))
+	report("loopback", *rounds, *calls, httpT, mcpT, floorT, httpCPU, mcpCPU, floorCPU)
 }
 
 // measure calls f n times and returns the wall time of each call, and
@@ -182,10 +196,9 @@ func startRun(hc *http.Client, url string) string {
 	return f.RunID
 }
 
-// serve starts an open server of loop-v1 on a loopback port, with /mcp
-// driving the engine in-process (inProcess) or calling the server's own
-// handler.
-func serve(inProcess bool) (url string, stop func()) {
+// handler builds an open server of loop-v1, with /mcp driving the engine
+// in-process (inProcess) or calling the server's own handler.
+func handler(inProcess bool) (h http.Handler, stop func()) {
 	w := workflow.New("loop-v1", "LOOP")
 	w.State("LOOP").Hint("Tick as often as you like.")
 	w.Transition("LOOP", "tick", "LOOP")
@@ -193,25 +206,31 @@ func serve(inProcess bool) (url string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var h *mcpbridge.Handler
+	var mh *mcpbridge.Handler
 	srv := server.New(eng, &server.Options{MCP: func(s *server.Server) http.Handler {
 		o := mcpbridge.HTTPOptions{Base: s.BaseURL}
 		if inProcess {
 			o.Engine = eng
 		}
-		h = mcpbridge.NewHandler(s, o)
-		return h
+		mh = mcpbridge.NewHandler(s, o)
+		return mh
 	}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv, ErrorLog: log.New(io.Discard, "", 0)}
-	go func() { _ = hs.Serve(ln) }()
 	mode := "in-process through the engine"
 	if !inProcess {
 		mode = "over the server's handler"
 	}
-	fmt.Fprintf(os.Stderr, "serving loop-v1 on %s, /mcp %s\n", ln.Addr(), mode)
-	return "http://" + ln.Addr().String(), func() { hs.Close(); h.Close(); srv.Shutdown() }
+	fmt.Fprintf(os.Stderr, "loop-v1, /mcp %s\n", mode)
+	return srv, func() { mh.Close(); srv.Shutdown() }
+}
+
+// serve starts the server of handler on a loopback port.
+func serve(inProcess bool) (url string, stop func()) {
+	h, stopH := handler(inProcess)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { hs.Close(); stopH() }
 }
