@@ -150,6 +150,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if c.Run.Version != 1 {
 		return fmt.Errorf("postgres: a new run must have version 1, not %d", c.Run.Version)
 	}
+	if err := store.PrepareTimers(&c, true); err != nil {
+		return err
+	}
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -157,6 +160,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.CreatedAt, r.UpdatedAt, r.WorkflowVersion)
 		queueRest(b, c)
+		queueTimers(b, &c, true)
 		return runBatch(ctx, tx, b)
 	})
 	switch {
@@ -209,6 +213,9 @@ func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) e
 	if c.Run.Version != expected+1 {
 		return fmt.Errorf("postgres: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
 	}
+	if err := store.PrepareTimers(&c, false); err != nil {
+		return err
+	}
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -218,6 +225,7 @@ func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) e
 			r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.UpdatedAt, r.ID, expected,
 			patchLen(&c.Event), store.WholeBound(len(c.Event.Data)), r.WorkflowVersion)
 		queueRest(b, c)
+		queueTimers(b, &c, false)
 		return runBatch(ctx, tx, b)
 	})
 	if errors.Is(err, errCASMissed) {
@@ -336,7 +344,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
-// DeleteRun implements store.RunStore. The run's events and tasks go with it
+// DeleteRun implements store.RunStore. The run's events, tasks and timers go with it
 // (ON DELETE CASCADE).
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	var deleted bool
