@@ -35,10 +35,17 @@ func newTimers() timers {
 
 // timerHeap is a binary min-heap of timer records by (key, id), each
 // record knowing its index (at[which]) so that it can be removed or moved
-// in O(log n).
+// in O(log n). The keys are kept in the entries, so comparisons read the
+// heap's own array, not the records (ids are read only on ties).
 type timerHeap struct {
 	which int // 0: by ready time, 1: by due time
-	a     []*timerRec
+	a     []heapEnt
+}
+
+type heapEnt struct {
+	sec  int64
+	nsec int32
+	r    *timerRec
 }
 
 func (h *timerHeap) key(r *timerRec) time.Time {
@@ -48,17 +55,25 @@ func (h *timerHeap) key(r *timerRec) time.Time {
 	return r.t.DueAt
 }
 
+func (h *timerHeap) ent(r *timerRec) heapEnt {
+	k := h.key(r)
+	return heapEnt{sec: k.Unix(), nsec: int32(k.Nanosecond()), r: r}
+}
+
 func (h *timerHeap) less(i, j int) bool {
-	ki, kj := h.key(h.a[i]), h.key(h.a[j])
-	if !ki.Equal(kj) {
-		return ki.Before(kj)
+	a, b := &h.a[i], &h.a[j]
+	if a.sec != b.sec {
+		return a.sec < b.sec
 	}
-	return h.a[i].t.ID < h.a[j].t.ID
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
+	}
+	return a.r.t.ID < b.r.t.ID
 }
 
 func (h *timerHeap) swap(i, j int) {
 	h.a[i], h.a[j] = h.a[j], h.a[i]
-	h.a[i].at[h.which], h.a[j].at[h.which] = i, j
+	h.a[i].r.at[h.which], h.a[j].r.at[h.which] = i, j
 }
 
 func (h *timerHeap) up(i int) {
@@ -91,7 +106,7 @@ func (h *timerHeap) down(i int) {
 
 func (h *timerHeap) push(r *timerRec) {
 	r.at[h.which] = len(h.a)
-	h.a = append(h.a, r)
+	h.a = append(h.a, h.ent(r))
 	h.up(len(h.a) - 1)
 }
 
@@ -100,7 +115,7 @@ func (h *timerHeap) remove(r *timerRec) {
 	if i != n {
 		h.swap(i, n)
 	}
-	h.a[n] = nil
+	h.a[n] = heapEnt{}
 	h.a = h.a[:n]
 	if i != n {
 		h.down(i)
@@ -110,6 +125,7 @@ func (h *timerHeap) remove(r *timerRec) {
 
 // fix restores the order after r's key changed.
 func (h *timerHeap) fix(r *timerRec) {
+	h.a[r.at[h.which]] = h.ent(r)
 	h.down(r.at[h.which])
 	h.up(r.at[h.which])
 }
@@ -120,10 +136,10 @@ func (h *timerHeap) fix(r *timerRec) {
 func (h *timerHeap) before(t time.Time, fn func(*timerRec)) {
 	var walk func(i int)
 	walk = func(i int) {
-		if i >= len(h.a) || !h.key(h.a[i]).Before(t) {
+		if i >= len(h.a) || !h.key(h.a[i].r).Before(t) {
 			return
 		}
-		fn(h.a[i])
+		fn(h.a[i].r)
 		walk(2*i + 1)
 		walk(2*i + 2)
 	}
@@ -194,7 +210,7 @@ func (s *Store) ClaimDueTimers(ctx context.Context, now time.Time, limit int, ow
 	defer s.mu.Unlock()
 	out := []store.Timer{}
 	for len(out) < limit && len(s.tm.ready.a) > 0 {
-		r := s.tm.ready.a[0]
+		r := s.tm.ready.a[0].r
 		if r.ready.After(now) {
 			break
 		}
@@ -223,7 +239,7 @@ func (s *Store) NextTimerDue(ctx context.Context) (time.Time, bool, error) {
 	if len(s.tm.ready.a) == 0 {
 		return time.Time{}, false, nil
 	}
-	return s.tm.ready.a[0].ready, true, nil
+	return s.tm.ready.a[0].r.ready, true, nil
 }
 
 // ReleaseTimer implements store.TimerStore.
