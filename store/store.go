@@ -4,7 +4,7 @@
 //
 // # Parts
 //
-// The contract is split by responsibility into four interfaces, each with
+// The contract is split by responsibility into five interfaces, each with
 // its own conformance suite in package storetest; Store composes them with
 // Close. The three backends (memstore, sqlite, postgres) implement all of
 // Store and pass every suite. A user depends on the narrowest part it
@@ -22,6 +22,10 @@
 //     same data.
 //   - LedgerStore: the OIP dispatch ledger, append-only, with seqs that are
 //     gap-free across processes. It shares nothing with the other parts.
+//   - TimerStore: the timers of states (SPEC section 17), stored by the
+//     commits that enter their state (Commit.ReplaceTimers) and deleted
+//     with their run, like tasks; the firing side claims due ones under
+//     leases, in the order of their due times, at the cost of the due ones.
 //   - DefinitionStore: every workflow definition a server has served,
 //     immutable, by workflow id and version (the content hash), with the
 //     counts of the runs pinned to each. A run's pin is Run.WorkflowVersion,
@@ -244,6 +248,26 @@ type Commit struct {
 	Enqueue *Task
 	// Complete, when set, names a task marked done in the same transaction.
 	Complete string
+
+	// ReplaceTimers, when set, makes the commit enter Run.State as far as
+	// timers go: the run's pending timers are deleted and Timers stored
+	// instead, in the commit's transaction. The engine sets it on every
+	// commit that moves the run into a state, also a self-loop that
+	// re-enters the state it was in (which re-arms that state's timers:
+	// their new versions give them new IDs, and the old ones are voided),
+	// and on a commit that ends the run, with no Timers, so a run that
+	// ends has no pending timers. A commit without it (a change of data or
+	// status within the state) keeps the run's timers. CreateRun always
+	// stores Timers: creating a run enters its first state.
+	ReplaceTimers bool
+	// Timers are the timers of Run.State for this entry into it (see
+	// PrepareTimers for what the store fills in). Only with ReplaceTimers,
+	// or in CreateRun.
+	Timers []Timer
+	// DoneTimers names pending timers removed in the same transaction (a
+	// timer whose firing this commit records without leaving the state);
+	// names of timers that are not pending are ignored.
+	DoneTimers []string
 }
 
 // RunCount is how many stored runs of one workflow have one stored status.
@@ -298,6 +322,12 @@ type RunFilter struct {
 	// millisecond precision: UpdatedAt truncated to the millisecond is
 	// later than UpdatedAfter (see ChangedFrom).
 	UpdatedAfter time.Time
+	// DueBefore, when not zero, keeps only runs with a pending timer
+	// (leased or not) whose DueAt is before it. Its cost is that of the
+	// timers due before it, not of the runs or the timers stored: a list
+	// of the runs due soon reads the timers' due-time index (Matches does
+	// not look at it: a Run does not carry its timers).
+	DueBefore time.Time
 	// Before continues a list: only runs after this one in the list's
 	// order (older, or as old with a smaller ID). Zero: from the newest.
 	Before RunCursor
@@ -389,7 +419,7 @@ type RunStore interface {
 	// filter.
 	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 
-	// DeleteRun removes run id with its events and tasks, atomically, if
+	// DeleteRun removes run id with its events, tasks and timers, atomically, if
 	// its version is still version: ErrConflict when the run has moved on,
 	// ErrNotFound when it is unknown. The ledger is never touched.
 	DeleteRun(ctx context.Context, id string, version int64) error
@@ -628,6 +658,7 @@ type Store interface {
 	TaskStore
 	LedgerStore
 	DefinitionStore
+	TimerStore
 
 	// Capabilities describes what the backend offers beyond the
 	// contract; it is constant for the life of the store.

@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/asmp-dev/asmp/store"
@@ -15,3 +16,10 @@ func BenchmarkCommitRun(b *testing.B) { storetest.BenchmarkCommitRun(b, openBenc
 
 // BenchmarkGetRun: see storetest.BenchmarkGetRun.
 func BenchmarkGetRun(b *testing.B) { storetest.BenchmarkGetRun(b, openBench) }
+
+var pendingTimers = flag.Int("timers", 100_000, "pending timers stored for BenchmarkCommitWithTimers (the target is 1,000,000)")
+
+// BenchmarkCommitWithTimers: see storetest.BenchmarkCommitWithTimers.
+func BenchmarkCommitWithTimers(b *testing.B) {
+	storetest.BenchmarkCommitWithTimers(b, openBench, *pendingTimers)
+}

@@ -35,6 +35,7 @@ type Store struct {
 	scratch  []byte           // an encoding buffer, under mu
 	tasks    map[string]*store.Task
 	queue    []string // task ids in creation order (pending or running)
+	tm       timers   // pending timers
 	ledger   []store.LedgerRecord
 	byInv    map[string]int64   // inv_ID -> seq
 	byKey    map[string][]int64 // key -> seqs, oldest first
@@ -165,6 +166,7 @@ func New() *Store {
 		scopes: map[string][]string{},
 		counts: map[countKey]int64{},
 		names:  newNames(),
+		tm:     newTimers(),
 	}
 	s.idx = newRunIndex(s.idOf)
 	return s
@@ -178,6 +180,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if c.Run.Version != 1 {
 		return fmt.Errorf("memstore: a new run must have version 1, not %d", c.Run.Version)
 	}
+	if err := store.PrepareTimers(&c, true); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.lookup(c.Run.ID); ok {
@@ -188,6 +193,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	e := s.rec(slot)
 	s.count(e.wf, -1, e.status)
 	s.applyTasks(c)
+	s.applyTimers(&c, true)
 	s.compact(len(c.Run.Data) + len(c.Event.Data))
 	return nil
 }
@@ -252,6 +258,9 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if c.Run.Version != expected+1 {
 		return fmt.Errorf("memstore: new version %d is not expected+1 (%d)", c.Run.Version, expected+1)
 	}
+	if err := store.PrepareTimers(&c, false); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slot, ok := s.lookup(c.Run.ID)
@@ -271,6 +280,7 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	s.reindex(slot, old)
 	s.count(e.wf, was, e.status)
 	s.applyTasks(c)
+	s.applyTimers(&c, false)
 	s.compact(len(c.Run.Data) + len(c.Event.Data) + len(c.Event.Patch))
 	return nil
 }
@@ -341,6 +351,9 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if !f.DueBefore.IsZero() {
+		return s.listDue(f), nil
+	}
 	out := []store.Run{}
 	want := [3]int32{-1, -1, -1} // workflow, state, status
 	for i, name := range [...]*string{&f.WorkflowID, &f.State, f.Override} {
@@ -418,6 +431,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	}
 	s.count(e.wf, e.status, -1)
 	s.dropRun(slot, id)
+	s.tm.dropRun(id)
 	for tid, t := range s.tasks {
 		if t.RunID == id {
 			delete(s.tasks, tid)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -100,6 +101,9 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}
 	if c.Run.Version != expected+1 {
 		return store.Settled(fmt.Errorf("postgres: new version %d is not expected+1 (%d)", c.Run.Version, expected+1))
+	}
+	if err := store.PrepareTimers(&c, false); err != nil {
+		return store.Settled(err)
 	}
 	q := s.commits
 	req := &commitReq{expected: expected, c: c, err: make(chan error, 1)}
@@ -270,11 +274,22 @@ func (s *Store) commitRun(ctx context.Context, expected int64, c store.Commit) e
 	return fmt.Errorf("postgres: run %s at version %d, expected %d: %w", c.Run.ID, *v, expected, store.ErrConflict)
 }
 
-// commitSQL holds the commit statement for each combination of a task
-// completed (bit 1) and a task enqueued (bit 2); see commitStatement.
-var commitSQL = func() (out [4]string) {
+// The parts a commit statement may have besides the run, its event and
+// its notification (commitSQL's index is a combination of them).
+const (
+	partComplete     = 1 << iota // a task completed
+	partEnqueue                  // a task enqueued
+	partDoneTimers               // timers fired (or refused) removed
+	partReplaceTimer             // the run's pending timers voided
+	partNewTimers                // the entered state's timers stored
+	partCount        = 1 << iota
+)
+
+// commitSQL holds the commit statement for each combination of parts;
+// see commitStatement.
+var commitSQL = func() (out [partCount]string) {
 	for k := range out {
-		out[k] = buildCommitSQL(k&1 != 0, k&2 != 0)
+		out[k] = buildCommitSQL(k)
 	}
 	return out
 }()
@@ -287,7 +302,13 @@ var commitSQL = func() (out [4]string) {
 // after a miss only (the sub-select is an init plan, run when the CASE
 // reaches it), the run's version as the statement's snapshot saw it (NULL:
 // no such run), to tell a conflict from an unknown run.
-func buildCommitSQL(complete, enqueue bool) string {
+//
+// The timers of the run (store.Commit's DoneTimers, ReplaceTimers and
+// Timers) are written the same way, from u, so a missed compare-and-set
+// leaves them as they were. Timer ids carry the version that entered the
+// state, so the new timers never share an id with the ones voided.
+func buildCommitSQL(parts int) string {
+	complete, enqueue := parts&partComplete != 0, parts&partEnqueue != 0
 	var sb strings.Builder
 	sb.WriteString(`WITH u AS (
 	UPDATE runs SET state = $1, status = $2, data = $3::json, milestones = $4::text[], error = $5, version = $6, updated_at = $7,
@@ -318,6 +339,26 @@ func buildCommitSQL(complete, enqueue bool) string {
 	INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at)
 	SELECT $%d, $%d, $%d, $%d::bigint, 0, 'pending', '', NULL, $%d::timestamptz, $%d::timestamptz FROM u
 )`, n+1, n+2, n+3, n+4, n+5, n+6)
+		n += 6
+	}
+	if parts&partDoneTimers != 0 {
+		fmt.Fprintf(&sb, `, td AS (
+	DELETE FROM timers WHERE id = ANY($%d::text[]) AND EXISTS (SELECT 1 FROM u)
+)`, n+1)
+		n++
+	}
+	if parts&partReplaceTimer != 0 {
+		sb.WriteString(`, tr AS (
+	DELETE FROM timers WHERE run_id = $8 AND EXISTS (SELECT 1 FROM u)
+)`)
+	}
+	if parts&partNewTimers != 0 {
+		fmt.Fprintf(&sb, `, tn AS (
+	INSERT INTO timers (id, run_id, workflow_id, state, version, action, due_at, ready_at, data)
+	SELECT t.id, $8, $%d, $1, $6, t.action, t.due_at, t.due_at, t.data::json
+	FROM unnest($%d::text[], $%d::text[], $%d::timestamptz[], $%d::text[]) AS t(id, action, due_at, data)
+	WHERE EXISTS (SELECT 1 FROM u)
+)`, n+1, n+2, n+3, n+4, n+5)
 	}
 	sb.WriteString(`, n AS (SELECT pg_notify($29, $30) FROM u)
 SELECT (SELECT count(*) FROM n),
@@ -338,12 +379,28 @@ func commitStatement(expected int64, c store.Commit) (string, []any) {
 		Channel, r.ID+":"+strconv.FormatInt(r.Version, 10))
 	k := 0
 	if c.Complete != "" {
-		k |= 1
+		k |= partComplete
 		args = append(args, c.Complete)
 	}
 	if t := c.Enqueue; t != nil {
-		k |= 2
+		k |= partEnqueue
 		args = append(args, t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt)
+	}
+	if len(c.DoneTimers) > 0 {
+		k |= partDoneTimers
+		args = append(args, c.DoneTimers)
+	}
+	if c.ReplaceTimers {
+		k |= partReplaceTimer
+		if n := len(c.Timers); n > 0 {
+			k |= partNewTimers
+			ids, actions, data := make([]string, n), make([]string, n), make([]string, n)
+			due := make([]time.Time, n)
+			for i, t := range c.Timers {
+				ids[i], actions[i], data[i], due[i] = t.ID, t.Action, string(t.Data), t.DueAt
+			}
+			args = append(args, r.WorkflowID, ids, actions, due, data)
+		}
 	}
 	return commitSQL[k], args
 }

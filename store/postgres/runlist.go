@@ -36,6 +36,23 @@ func listRunsQuery(f store.RunFilter) (string, []any) {
 	if !f.Before.IsZero() {
 		where = append(where, "(updated_at, id) < ("+arg(f.Before.UpdatedAt)+", "+arg(f.Before.ID)+")")
 	}
+	if !f.DueBefore.IsZero() {
+		// The runs of the timers due before it, read first through
+		// timers_due (MATERIALIZED), each looked up by id (LIMIT 1 keeps
+		// the planner from turning the lookups into a walk of the runs),
+		// then filtered and sorted: the cost is that of the timers due,
+		// not of the runs.
+		q := `WITH due AS MATERIALIZED (SELECT DISTINCT run_id FROM timers WHERE due_at < ` + arg(f.DueBefore) + `)
+			SELECT r.* FROM due CROSS JOIN LATERAL (SELECT ` + runCols + ` FROM runs WHERE runs.id = due.run_id LIMIT 1) r`
+		if len(where) > 0 {
+			q += ` WHERE ` + strings.Join(where, " AND ")
+		}
+		q += ` ORDER BY r.updated_at DESC, r.id DESC`
+		if f.Limit > 0 {
+			q += ` LIMIT ` + arg(f.Limit)
+		}
+		return q, args
+	}
 	q := `SELECT ` + runCols + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

@@ -150,6 +150,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if c.Run.Version != 1 {
 		return fmt.Errorf("postgres: a new run must have version 1, not %d", c.Run.Version)
 	}
+	if err := store.PrepareTimers(&c, true); err != nil {
+		return err
+	}
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -157,6 +160,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.CreatedAt, r.UpdatedAt, r.WorkflowVersion)
 		queueRest(b, c)
+		queueTimers(b, &c, true)
 		return runBatch(ctx, tx, b)
 	})
 	switch {
@@ -295,7 +299,7 @@ func (s *Store) StaleRuns(ctx context.Context, before time.Time, after store.Run
 	return out, nil
 }
 
-// DeleteRun implements store.RunStore. The run's events and tasks go with it
+// DeleteRun implements store.RunStore. The run's events, tasks and timers go with it
 // (ON DELETE CASCADE).
 func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	var deleted bool

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"flag"
 	"path/filepath"
 	"testing"
 
@@ -23,3 +24,10 @@ func BenchmarkCommitRun(b *testing.B) { storetest.BenchmarkCommitRun(b, openBenc
 
 // BenchmarkGetRun: see storetest.BenchmarkGetRun.
 func BenchmarkGetRun(b *testing.B) { storetest.BenchmarkGetRun(b, openBench) }
+
+var pendingTimers = flag.Int("timers", 100_000, "pending timers stored for BenchmarkCommitWithTimers (the target is 1,000,000)")
+
+// BenchmarkCommitWithTimers: see storetest.BenchmarkCommitWithTimers.
+func BenchmarkCommitWithTimers(b *testing.B) {
+	storetest.BenchmarkCommitWithTimers(b, openBench, *pendingTimers)
+}

@@ -67,6 +67,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if c.Run.Version != 1 {
 		return fmt.Errorf("sqlite: a new run must have version 1, not %d", c.Run.Version)
 	}
+	if err := store.PrepareTimers(&c, true); err != nil {
+		return err
+	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
 		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version)
@@ -78,7 +81,10 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("sqlite: run %s: %w", r.ID, store.ErrExists)
 		}
-		return s.applyRest(tx, c, 0)
+		if err := s.applyRest(tx, c, 0); err != nil {
+			return err
+		}
+		return applyTimers(tx, &c, true)
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
 }
 
@@ -239,6 +245,9 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 		if _, err := tx.Exec(`DELETE FROM tasks WHERE run_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete run %s's tasks: %w", id, err)
 		}
+		if _, err := tx.Exec(`DELETE FROM timers WHERE run_id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete run %s's timers: %w", id, err)
+		}
 		return nil
 	}, func() { s.runs.committed(id, store.Run{}, true) }).Wait()
 }
@@ -255,6 +264,9 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	}
 	if c.Run.Version != expected+1 {
 		return store.Settled(fmt.Errorf("sqlite: new version %d is not expected+1 (%d)", c.Run.Version, expected+1))
+	}
+	if err := store.PrepareTimers(&c, false); err != nil {
+		return store.Settled(err)
 	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
@@ -284,7 +296,10 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 		if err != nil {
 			return fmt.Errorf("sqlite: update run: %w", err)
 		}
-		return s.applyRest(tx, c, patchBytes)
+		if err := s.applyRest(tx, c, patchBytes); err != nil {
+			return err
+		}
+		return applyTimers(tx, &c, false)
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
 

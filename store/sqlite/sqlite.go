@@ -388,6 +388,16 @@ func (tx wtx) Exec(query string, args ...any) (sql.Result, error) {
 	return st.Exec(args...)
 }
 
+// Query runs a query in the transaction; its rows must be closed before
+// the next statement.
+func (tx wtx) Query(query string, args ...any) (*sql.Rows, error) {
+	st, err := tx.s.wstmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(args...)
+}
+
 // QueryRow runs a query of one row in the transaction.
 func (tx wtx) QueryRow(query string, args ...any) *sql.Row {
 	st, err := tx.s.wstmt(query)

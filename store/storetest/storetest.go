@@ -9,6 +9,8 @@
 // RunStore checks atomic compare-and-set commits (also queued ones, applied
 // in order) and gap-free per-run event logs; TaskStore checks task claiming
 // with leases and tasks entering and leaving with their run's commits;
+// TimerStore checks timers stored and voided by their run's commits and
+// claimed once, in due order, under leases;
 // LedgerStore checks the append-only ledger with gap-free sequence numbers;
 // DefinitionStore checks stored definitions and the runs' pins to them.
 // Each suite gets a new, empty store per test and closes it afterwards when
@@ -34,8 +36,8 @@ import (
 // Factory returns a new, empty store for one test. The suite closes it.
 type Factory func(t *testing.T) store.Store
 
-// Run runs every part's suite (RunStore, TaskStore, LedgerStore,
-// DefinitionStore) against
+// Run runs every part's suite (RunStore, TaskStore, TimerStore,
+// LedgerStore, DefinitionStore) against
 // stores made by newStore.
 func Run(t *testing.T, newStore Factory) {
 	t.Run("RunStore", func(t *testing.T) {
@@ -43,6 +45,9 @@ func Run(t *testing.T, newStore Factory) {
 	})
 	t.Run("TaskStore", func(t *testing.T) {
 		TaskStore(t, func(t *testing.T) RunsAndTasks { return newStore(t) })
+	})
+	t.Run("TimerStore", func(t *testing.T) {
+		TimerStore(t, func(t *testing.T) RunsAndTimers { return newStore(t) })
 	})
 	t.Run("LedgerStore", func(t *testing.T) {
 		LedgerStore(t, func(t *testing.T) store.LedgerStore { return newStore(t) })
