@@ -22,8 +22,8 @@ import (
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
-	"github.com/asmp-dev/asmp/internal/edge/gctune"
 	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
+	"github.com/asmp-dev/asmp/internal/edge/gctune"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/workflow"
 )
