@@ -17,6 +17,7 @@ import (
 	"context"
 	"io/fs"
 	"regexp"
+	"time"
 
 	"github.com/asmp-dev/asmp/protocol"
 )
@@ -295,7 +296,10 @@ type Guard struct {
 	Expr   string
 	Reason string
 	Func   GuardFunc
-	prog   guardProgram
+	// Clock times an expression's evaluation against GuardTimeout (nil:
+	// the real clock); tests give it a clock they move.
+	Clock func() time.Time
+	prog  guardProgram
 }
 
 // GuardFunc returns whether the transition is allowed for data, and when it
@@ -325,5 +329,5 @@ func (g *Guard) Allow(data map[string]any) (bool, string) {
 		}
 		return ok, reason
 	}
-	return g.prog.eval(data, g.Expr, g.Reason)
+	return g.prog.eval(data, g.Expr, g.Reason, g.Clock)
 }

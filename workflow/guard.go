@@ -48,14 +48,12 @@ const (
 	GuardMemory = 1_000_000
 )
 
-// guardNow is the clock of guard deadlines (tests set it).
-var guardNow = time.Now
-
 // guardBudget is what one evaluation may still spend; every predicate
 // iteration ticks it (the patched program calls asmp_tick).
 type guardBudget struct {
 	steps    int
 	deadline time.Time
+	now      func() time.Time
 }
 
 var errGuardBound = errors.New("guard bound exceeded")
@@ -67,7 +65,7 @@ func (b *guardBudget) tick() error {
 	if b.steps > GuardSteps {
 		return fmt.Errorf("%w: it ran more than %d steps", errGuardBound, GuardSteps)
 	}
-	if b.steps%16 == 1 && guardNow().After(b.deadline) {
+	if b.steps%16 == 1 && b.now().After(b.deadline) {
 		return fmt.Errorf("%w: it ran longer than %s", errGuardBound, GuardTimeout)
 	}
 	return nil
@@ -113,7 +111,7 @@ func compileGuard(src string) (guardProgram, error) {
 	return guardProgram{p: run, usesNow: f.found}, nil
 }
 
-func (g guardProgram) eval(data map[string]any, src, reason string) (bool, string) {
+func (g guardProgram) eval(data map[string]any, src, reason string, now func() time.Time) (bool, string) {
 	if reason == "" {
 		reason = "This action is not allowed now."
 	}
@@ -123,7 +121,10 @@ func (g guardProgram) eval(data map[string]any, src, reason string) (bool, strin
 	if data == nil {
 		data = map[string]any{}
 	}
-	budget := &guardBudget{deadline: guardNow().Add(GuardTimeout)}
+	if now == nil {
+		now = time.Now
+	}
+	budget := &guardBudget{deadline: now().Add(GuardTimeout), now: now}
 	machine := vm.VM{MemoryBudget: GuardMemory}
 	out, err := machine.Run(g.p, map[string]any{"data": data, "asmp_budget": budget})
 	if err != nil {
