@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/asmp-dev/asmp/bench/internal/stats"
 )
 
 type result struct {
@@ -89,27 +91,6 @@ func load(path string) (metaList, []result, error) {
 	return m, rs, sc.Err()
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// noopWorkload names the no-op workload an asmp workload is compared with.
-func noopWorkload(wl string) string {
-	if wl == "transition_1run" {
-		return "transition"
-	}
-	return wl
-}
-
 func find(rs []result, wl, store, bin string, rep int) (result, bool) {
 	for _, r := range rs {
 		if r.workload == wl && r.store == store && r.bin == bin && r.rep == rep {
@@ -124,7 +105,7 @@ func ratio(xs []float64) string {
 	if len(xs) == 0 {
 		return "–"
 	}
-	s := fmt.Sprintf("%.2f", median(xs))
+	s := fmt.Sprintf("%.2f", stats.Median(xs))
 	if len(xs) > 1 {
 		s += fmt.Sprintf(" (%.2f–%.2f)", slices.Min(xs), slices.Max(xs))
 	}
@@ -135,7 +116,7 @@ func ms(us []float64) string {
 	if len(us) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.1f", median(us)/1000)
+	return fmt.Sprintf("%.1f", stats.Median(us)/1000)
 }
 
 func write(b *strings.Builder, m metaList, rs []result) (failed bool) {
@@ -173,7 +154,7 @@ func write(b *strings.Builder, m metaList, rs []result) (failed bool) {
 				seen = true
 				newRPS = append(newRPS, r.rps)
 				lat["p50new"], lat["p99new"], lat["meannew"] = append(lat["p50new"], r.p50), append(lat["p99new"], r.p99), append(lat["meannew"], r.mean)
-				noop, hasNoop := find(rs, noopWorkload(wl), "noop", "", r.rep)
+				noop, hasNoop := find(rs, stats.NoopWorkload(wl), "noop", "", r.rep)
 				if hasNoop && noop.rps > 0 {
 					newNoop = append(newNoop, r.rps/noop.rps)
 				}
@@ -190,7 +171,7 @@ func write(b *strings.Builder, m metaList, rs []result) (failed bool) {
 				seen = true
 				oldRPS = append(oldRPS, o.rps)
 				lat["p50old"], lat["p99old"], lat["meanold"] = append(lat["p50old"], o.p50), append(lat["p99old"], o.p99), append(lat["meanold"], o.mean)
-				if noop, ok := find(rs, noopWorkload(wl), "noop", "", o.rep); ok && noop.rps > 0 {
+				if noop, ok := find(rs, stats.NoopWorkload(wl), "noop", "", o.rep); ok && noop.rps > 0 {
 					oldNoop = append(oldNoop, o.rps/noop.rps)
 				}
 			}
@@ -198,7 +179,7 @@ func write(b *strings.Builder, m metaList, rs []result) (failed bool) {
 				continue
 			}
 			fmt.Fprintf(b, "| %s | %s | %.0f | %.0f | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", wl, st,
-				median(newRPS), median(oldRPS), ratio(newOld), ratio(newNoop), ratio(oldNoop),
+				stats.Median(newRPS), stats.Median(oldRPS), ratio(newOld), ratio(newNoop), ratio(oldNoop),
 				ms(lat["p50new"]), ms(lat["p50old"]), ms(lat["p99new"]), ms(lat["p99old"]), ms(lat["meannew"]), ms(lat["meanold"]))
 		}
 	}
@@ -217,7 +198,7 @@ func write(b *strings.Builder, m metaList, rs []result) (failed bool) {
 					x = append(x, r.rps)
 				}
 			}
-			fmt.Fprintf(b, " %s %.0f rps;", wl, median(x))
+			fmt.Fprintf(b, " %s %.0f rps;", wl, stats.Median(x))
 		}
 		b.WriteString("\n")
 	}

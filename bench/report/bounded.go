@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/asmp-dev/asmp/bench/internal/stats"
 )
 
 // The bounded-cost figures (bench/bounded, issue 15): the growth table,
@@ -260,7 +262,7 @@ func (r *results) boundedTargets() []target {
 	if st := b.startup; len(st.listen) > 0 {
 		worst := slices.Max(st.listen)
 		ts = append(ts, target{name: "Start-up with 1,000,000 ledger records < 1 s (exec to /healthz answering, the worst start)", known: st.records >= 1_000_000, met: worst < 1e6,
-			measured: fmt.Sprintf("%s (median %s of %d starts) with %s records%s", ms(worst/1000), ms(median(st.listen)/1000), len(st.listen), thousands(st.records), sizeNote(int(st.records)))})
+			measured: fmt.Sprintf("%s (median %s of %d starts) with %s records%s", ms(worst/1000), ms(stats.Median(st.listen)/1000), len(st.listen), thousands(st.records), sizeNote(int(st.records)))})
 	}
 	g := b.bigrun
 	if v, ok := g["db_used_per_tick"]; ok {
@@ -407,7 +409,7 @@ func (r *results) writeBounded(w *strings.Builder) {
 				}
 				return ms(v / 1000)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s |\n", row.label, f(median(row.v)), f(slices.Max(row.v)))
+			fmt.Fprintf(w, "| %s | %s | %s |\n", row.label, f(stats.Median(row.v)), f(slices.Max(row.v)))
 		}
 		if st.hasCheck {
 			fmt.Fprintf(w, "| `asmp ledger check --db FILE` (full pass, offline) | %s | |\n", ms(st.check/1000))

@@ -25,6 +25,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/asmp-dev/asmp/bench/internal/stats"
 )
 
 func main() {
@@ -193,27 +195,6 @@ func kv(s string) map[string]float64 {
 	return m
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// baseline names the no-op workload an asmp workload is compared with.
-func baseline(workload string) string {
-	if workload == "transition_1run" {
-		return "transition"
-	}
-	return workload
-}
-
 // agg is the medians of one (workload, target) over the repetitions, and
 // the median of its per-repetition ratios to the no-op baseline.
 type agg struct {
@@ -239,7 +220,7 @@ func (r *results) agg(workload, target string) (agg, bool) {
 		a.errs += h.errs
 		if target != "noop" {
 			for _, b := range r.http {
-				if b.target == "noop" && b.workload == baseline(workload) && b.rep == h.rep && b.rps > 0 {
+				if b.target == "noop" && b.workload == stats.NoopWorkload(workload) && b.rep == h.rep && b.rps > 0 {
 					ratios = append(ratios, h.rps/b.rps)
 				}
 			}
@@ -249,11 +230,11 @@ func (r *results) agg(workload, target string) (agg, bool) {
 		return a, false
 	}
 	a.n = len(rps)
-	a.rps, a.p50, a.p99 = median(rps), median(p50), median(p99)
+	a.rps, a.p50, a.p99 = stats.Median(rps), stats.Median(p50), stats.Median(p99)
 	a.rpsMin, a.rpsMax = slices.Min(rps), slices.Max(rps)
 	if len(ratios) > 0 {
 		a.hasRatio = true
-		a.ratio = median(ratios)
+		a.ratio = stats.Median(ratios)
 		a.ratioMin, a.ratioMax = slices.Min(ratios), slices.Max(ratios)
 	}
 	return a, true
@@ -268,14 +249,14 @@ func (r *results) fanoutMedian(key string) float64 {
 			xs = append(xs, f[key])
 		}
 	}
-	return median(xs)
+	return stats.Median(xs)
 }
 
 func (r *results) bench1(pkg, name, unit string) (float64, bool) {
 	for _, g := range r.bench {
 		if (pkg == "" || g.pkg == pkg) && g.name == name {
 			if v, ok := g.metrics[unit]; ok {
-				return median(v), true
+				return stats.Median(v), true
 			}
 		}
 	}
@@ -317,7 +298,7 @@ func (r *results) targets() []target {
 	ratioTarget := func(label, wl, tgt string, min float64) {
 		t := target{name: fmt.Sprintf("%s ≥ %.0f%% of no-op rps", label, min*100)}
 		if a, ok := r.agg(wl, tgt); ok && a.hasRatio {
-			b, _ := r.agg(baseline(wl), "noop")
+			b, _ := r.agg(stats.NoopWorkload(wl), "noop")
 			t.known, t.met = true, a.ratio >= min
 			t.measured = fmt.Sprintf("%.0f%% (%s vs %s rps; per-repetition %.0f–%.0f%%)", a.ratio*100, thousands(a.rps), thousands(b.rps), a.ratioMin*100, a.ratioMax*100)
 		}
@@ -327,7 +308,7 @@ func (r *results) targets() []target {
 		t := target{name: label + ": p99 < 10 ms at 64 connections"}
 		if a, ok := r.agg(wl, tgt); ok {
 			t.known, t.met = true, a.p99 < 10
-			t.measured = fmt.Sprintf("%.1f ms%s", a.p99, noop99(baseline(wl)))
+			t.measured = fmt.Sprintf("%.1f ms%s", a.p99, noop99(stats.NoopWorkload(wl)))
 		}
 		ts = append(ts, t)
 	}
@@ -557,16 +538,16 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 			cell := func(unit string) string {
 				if v, ok := g.metrics[unit]; ok {
 					if unit == "allocs/op" || unit == "B/op" {
-						return thousands(median(v))
+						return thousands(stats.Median(v))
 					}
-					return fmtNum(median(v))
+					return fmtNum(stats.Median(v))
 				}
 				return ""
 			}
 			var other []string
 			for _, u := range g.order {
 				if u != "ns/op" && u != "B/op" && u != "allocs/op" {
-					other = append(other, fmtNum(median(g.metrics[u]))+" "+u)
+					other = append(other, fmtNum(stats.Median(g.metrics[u]))+" "+u)
 				}
 			}
 			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", strings.TrimSuffix(strings.TrimPrefix(g.pkg, "./"), "/"), g.name, cell("ns/op"), cell("B/op"), cell("allocs/op"), strings.Join(other, ", "))
