@@ -1,8 +1,6 @@
 package postgres_test
 
 import (
-	"errors"
-	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -28,40 +26,20 @@ func TestScopesFailTheirAppend(t *testing.T) {
 	defer conn.Close(ctx)
 	fn := pgx.Identifier{schema, "scopes_fail"}.Sanitize()
 	table := pgx.Identifier{schema, "ledger_scopes"}.Sanitize()
-	for _, q := range []string{
-		`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no room for the scopes'; END $$`,
-		`CREATE TRIGGER scopes_fail BEFORE INSERT ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
+	storetest.ScopesFailTheirAppend(t, s, func() {
+		for _, q := range []string{
+			`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no room for the scopes'; END $$`,
+			`CREATE TRIGGER scopes_fail BEFORE INSERT ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+		} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, func() {
+		if _, err := conn.Exec(ctx, `DROP TRIGGER scopes_fail ON `+table); err != nil {
 			t.Fatal(err)
 		}
-	}
-	appendRow := func(invID string) error {
-		_, _, err := s.AppendLedgerSigned(ctx, "row-a", func(p store.LedgerPrev) (store.LedgerRecord, error) {
-			r := storetest.Record(p, "row-a", "directory_row", invID)
-			r.DispatcherScopes = []string{"exec"}
-			return r, nil
-		}, storetest.Sign)
-		return err
-	}
-	if err := appendRow("inv_lost"); err == nil {
-		t.Fatal("the append succeeded although its scopes could not be written")
-	}
-	if n, err := s.LedgerSize(ctx); err != nil || n != 0 {
-		t.Fatalf("LedgerSize = %d, %v; want 0: a record without its scopes", n, err)
-	}
-	if _, err := s.LatestLedgerCheckpoint(ctx); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("LatestLedgerCheckpoint = %v, want ErrNotFound: a checkpoint of a failed append", err)
-	}
-	if _, err := conn.Exec(ctx, `DROP TRIGGER scopes_fail ON `+table); err != nil {
-		t.Fatal(err)
-	}
-	if err := appendRow("inv_kept"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.DispatcherScopes(ctx, "inv_kept"); err != nil || !slices.Equal(got, []string{"exec"}) {
-		t.Fatalf("DispatcherScopes = %v, %v; want [exec]", got, err)
-	}
+	})
 	if got, want := s.Capabilities(), (store.Capabilities{Durable: true, Shared: true, GroupCommit: true}); got != want {
 		t.Fatalf("Capabilities = %+v, want %+v", got, want)
 	}

@@ -3,9 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/asmp-dev/asmp/store"
@@ -32,38 +30,15 @@ func TestScopesFailTheirAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER scopes_fail BEFORE INSERT ON ledger_scopes BEGIN SELECT RAISE(ABORT, 'no room for the scopes'); END`); err != nil {
-		t.Fatal(err)
-	}
-	appendRow := func(invID string) error {
-		_, _, err := s.AppendLedgerSigned(ctx, "row-a", func(p store.LedgerPrev) (store.LedgerRecord, error) {
-			r := storetest.Record(p, "row-a", "directory_row", invID)
-			r.DispatcherScopes = []string{"exec"}
-			return r, nil
-		}, storetest.Sign)
-		return err
-	}
-	if err := appendRow("inv_lost"); err == nil {
-		t.Fatal("the append succeeded although its scopes could not be written")
-	}
-	if n, err := s.LedgerSize(ctx); err != nil || n != 0 {
-		t.Fatalf("LedgerSize = %d, %v; want 0: a record without its scopes", n, err)
-	}
-	if _, err := s.LatestLedgerCheckpoint(ctx); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("LatestLedgerCheckpoint = %v, want ErrNotFound: a checkpoint of a failed append", err)
-	}
-	if _, err := db.Exec(`DROP TRIGGER scopes_fail`); err != nil {
-		t.Fatal(err)
-	}
-	if err := appendRow("inv_kept"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.DispatcherScopes(ctx, "inv_kept"); err != nil || !slices.Equal(got, []string{"exec"}) {
-		t.Fatalf("DispatcherScopes = %v, %v; want [exec]", got, err)
-	}
-	if r, err := s.LedgerRecord(ctx, "inv_kept"); err != nil || r.Seq != 1 {
-		t.Fatalf("LedgerRecord = %+v, %v; want seq 1", r, err)
-	}
+	storetest.ScopesFailTheirAppend(t, s, func() {
+		if _, err := db.Exec(`CREATE TRIGGER scopes_fail BEFORE INSERT ON ledger_scopes BEGIN SELECT RAISE(ABORT, 'no room for the scopes'); END`); err != nil {
+			t.Fatal(err)
+		}
+	}, func() {
+		if _, err := db.Exec(`DROP TRIGGER scopes_fail`); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // The store says what it offers: durable, one process's, group commit.
