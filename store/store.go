@@ -126,6 +126,10 @@ const (
 	EventCreated    = "created"
 	EventTransition = "transition"
 	EventFailed     = "failed" // a task failed with no failure action
+	// EventRetry records a failed task attempt that is retried: Reason is
+	// the failure, Action the attempt that failed ("1" = the first), Data
+	// the retry's not-before time. The run stays in its state.
+	EventRetry = "retry"
 	// EventMigrated records a migration: the run was re-pinned from the
 	// version in Event.Action to the one in Event.WorkflowVersion, and
 	// moved from state From (of the old version) to To (of the new one).
@@ -231,7 +235,14 @@ type Task struct {
 	State   string // the state whose task this is
 	Version int64  // the run's version when it entered State
 	// Attempts counts claims; it is 1 during the first run of the task.
-	Attempts   int
+	Attempts int
+	// Attempt is the task's attempt under its state's retry policy: 1 (or
+	// 0, read as 1) for the first; a retry enqueues a new task with the
+	// next attempt.
+	Attempt int
+	// NotBefore, when set, is the time before which the task is not
+	// claimed (a retry's backoff).
+	NotBefore  time.Time
 	Status     string
 	Owner      string    // the worker holding the lease, when running
 	LeaseUntil time.Time // a running task whose lease passed may be claimed again

@@ -471,6 +471,9 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 				continue
 			}
 		}
+		if t.Status == store.TaskPending && now.Before(t.NotBefore) {
+			continue
+		}
 		if t.Status == store.TaskPending || (t.Status == store.TaskRunning && now.After(t.LeaseUntil)) {
 			t.Status = store.TaskRunning
 			t.Owner = owner

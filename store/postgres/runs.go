@@ -113,9 +113,9 @@ func queueRest(b *pgx.Batch, c store.Commit) {
 			e.Time, c.Complete)
 	}
 	if t := c.Enqueue; t != nil {
-		b.Queue(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, 0, 'pending', '', NULL, $5, $6)`,
-			t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt)
+		b.Queue(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before)
+			VALUES ($1, $2, $3, $4, 0, 'pending', '', NULL, $5, $6, $7, $8)`,
+			t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt, max(t.Attempt, 1), optTime(t.NotBefore))
 	}
 	b.Queue(`SELECT pg_notify($1, $2)`, Channel, c.Run.ID+":"+strconv.FormatInt(c.Run.Version, 10))
 }
@@ -343,11 +343,12 @@ func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 // skipped.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
-	var leaseUntil *time.Time
+	var leaseUntil, notBefore *time.Time
 	err := s.pool.QueryRow(ctx, `WITH c AS (
 			SELECT tasks.id FROM tasks
 			WHERE tasks.status <> 'done' -- the tasks_open index
-			  AND (tasks.status = 'pending' OR (tasks.status = 'running' AND tasks.lease_until < $1))
+			  AND ((tasks.status = 'pending' AND (tasks.not_before IS NULL OR tasks.not_before <= $1))
+			    OR (tasks.status = 'running' AND tasks.lease_until < $1))
 			  AND ($4::text[] IS NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = tasks.run_id AND r.workflow_id = ANY($4::text[])))
 			ORDER BY tasks.created_at, tasks.id
 			LIMIT 1
@@ -355,9 +356,9 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 		)
 		UPDATE tasks t SET status = 'running', owner = $2, lease_until = $3, attempts = t.attempts + 1, updated_at = $1
 		FROM c WHERE t.id = c.id
-		RETURNING t.id, t.run_id, t.state, t.version, t.attempts, t.status, t.owner, t.lease_until, t.created_at, t.updated_at`,
+		RETURNING t.id, t.run_id, t.state, t.version, t.attempts, t.status, t.owner, t.lease_until, t.created_at, t.updated_at, t.attempt, t.not_before`,
 		now, owner, now.Add(lease), workflows).
-		Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &t.Status, &t.Owner, &leaseUntil, &t.CreatedAt, &t.UpdatedAt)
+		Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &t.Status, &t.Owner, &leaseUntil, &t.CreatedAt, &t.UpdatedAt, &t.Attempt, &notBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Task{}, false, nil
 	}
@@ -366,6 +367,9 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 	}
 	if leaseUntil != nil {
 		t.LeaseUntil = utc(*leaseUntil)
+	}
+	if notBefore != nil {
+		t.NotBefore = utc(*notBefore)
 	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
 	return t, true, nil

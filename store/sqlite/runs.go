@@ -109,9 +109,9 @@ func (s *Store) applyRest(tx wtx, c store.Commit, patchBytes int64) error {
 		}
 	}
 	if t := c.Enqueue; t != nil {
-		if _, err := tx.Exec(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 0, 'pending', '', 0, ?, ?)`,
-			t.ID, t.RunID, t.State, t.Version, nanos(t.CreatedAt), nanos(t.UpdatedAt)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before)
+			VALUES (?, ?, ?, ?, 0, 'pending', '', 0, ?, ?, ?, ?)`,
+			t.ID, t.RunID, t.State, t.Version, nanos(t.CreatedAt), nanos(t.UpdatedAt), max(t.Attempt, 1), nanos(t.NotBefore)); err != nil {
 			return fmt.Errorf("sqlite: enqueue task: %w", err)
 		}
 	}
@@ -427,8 +427,8 @@ func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 // index's condition (status != 'done') so that SQLite walks that index
 // instead of every task ever run, and checks a candidate's workflow by
 // looking its run up, not by listing every run of the served workflows.
-const claimQuery = `SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until FROM tasks
-	WHERE status != 'done' AND (status = 'pending' OR (status = 'running' AND lease_until < ?))
+const claimQuery = `SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until, attempt, not_before FROM tasks
+	WHERE status != 'done' AND ((status = 'pending' AND not_before <= ?1) OR (status = 'running' AND lease_until < ?1))
 	  AND (? = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = tasks.run_id AND runs.workflow_id IN (SELECT value FROM json_each(?))))
 	ORDER BY created_at, id LIMIT 1`
 
@@ -442,9 +442,9 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 		only = string(b)
 	}
 	err := s.write(ctx, func(tx wtx) error {
-		var leaseUntil, created, updated int64
+		var leaseUntil, created, updated, notBefore int64
 		err := tx.QueryRow(claimQuery, nanos(now), only, only).
-			Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &created, &updated, &leaseUntil)
+			Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &created, &updated, &leaseUntil, &t.Attempt, &notBefore)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -454,6 +454,9 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 		t.Attempts++
 		t.Status, t.Owner, t.LeaseUntil = store.TaskRunning, owner, now.Add(lease)
 		t.CreatedAt, t.UpdatedAt = fromNanos(created), now
+		if notBefore != 0 {
+			t.NotBefore = fromNanos(notBefore)
+		}
 		if _, err := tx.Exec(`UPDATE tasks SET status = 'running', owner = ?, lease_until = ?, attempts = ?, updated_at = ? WHERE id = ?`,
 			owner, nanos(t.LeaseUntil), t.Attempts, nanos(now), t.ID); err != nil {
 			return fmt.Errorf("sqlite: claim task: %w", err)

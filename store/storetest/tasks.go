@@ -23,6 +23,7 @@ func TaskStore(t *testing.T, newStore func(t *testing.T) RunsAndTasks) {
 	suite(t, newStore, []test[RunsAndTasks]{
 		{"TaskLifecycle", testTaskLifecycle},
 		{"TaskLeaseExpiry", testTaskLeaseExpiry},
+		{"TaskNotBefore", testTaskNotBefore},
 		{"TaskConcurrentClaim", testTaskConcurrentClaim},
 		{"TaskReleaseAndFinish", testTaskReleaseAndFinish},
 		{"TaskClaimByWorkflow", testTaskClaimByWorkflow},
@@ -32,6 +33,28 @@ func TaskStore(t *testing.T, newStore func(t *testing.T) RunsAndTasks) {
 
 func task(id, runID string, version int64) *store.Task {
 	return &store.Task{ID: id, RunID: runID, State: "WORK", Version: version, Status: store.TaskPending, CreatedAt: t0, UpdatedAt: t0}
+}
+
+// testTaskNotBefore: a task enqueued with NotBefore (a retry's backoff) is
+// not claimed before then, and keeps its attempt number.
+func testTaskNotBefore(t *testing.T, s RunsAndTasks) {
+	c := NewRun("nb")
+	tk := task("nb.1", "nb", 1)
+	tk.Attempt, tk.NotBefore = 3, t0.Add(time.Minute)
+	c.Enqueue = tk
+	if err := s.CreateRun(ctx(), c); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.ClaimTask(ctx(), "w1", t0.Add(59*time.Second), time.Minute, nil); ok || err != nil {
+		t.Fatalf("ClaimTask before NotBefore = %+v, %v, %v; want none", got, ok, err)
+	}
+	got, ok, err := s.ClaimTask(ctx(), "w1", t0.Add(time.Minute), time.Minute, nil)
+	if err != nil || !ok || got.ID != "nb.1" {
+		t.Fatalf("ClaimTask at NotBefore = %+v, %v, %v; want nb.1", got, ok, err)
+	}
+	if got.Attempt != 3 || !got.NotBefore.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("claimed task Attempt, NotBefore = %d, %v; want 3, %v", got.Attempt, got.NotBefore, t0.Add(time.Minute))
+	}
 }
 
 func testTaskLifecycle(t *testing.T, s RunsAndTasks) {
