@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/asmp-dev/asmp/store"
@@ -39,7 +40,7 @@ func (e *Engine) EventLog(ctx context.Context, r *Run, after int64, limit int) (
 		ev := &evs[i]
 		e.FollowVersion(ctx, &at, ev)
 		log.Events[i] = protocol.Event{ID: ev.Seq, Time: ev.Time.UTC(), Kind: ev.Kind, Action: ev.Action,
-			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(at.Def, ev), Reason: ev.Error, WorkflowVersion: ev.WorkflowVersion}
+			From: ev.From, To: ev.To, Actor: ev.Actor, Status: StatusAfter(at.Def, ev), Reason: cmp.Or(ev.Reason, ev.Error), WorkflowVersion: ev.WorkflowVersion}
 		if ev.Kind == store.EventMigrated {
 			log.Events[i].Action, log.Events[i].FromVersion = "migrate", ev.Action
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/workflow"
@@ -70,7 +71,13 @@ type Options struct {
 	Default string
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Clock is the engine's time source: the time it stamps on runs and
+	// events, and the timers it waits on to fire due state timers, retry
+	// tasks and start scheduled runs. nil means Now (when set) with the
+	// system's timers, else clock.Real. Tests pass a *clock.Fake.
+	Clock clock.Clock
+	// Now, when set and Clock is nil, tells the time (kept for callers
+	// that only ever needed a time source); nil means time.Now.
 	Now func() time.Time
 	// NewRunID returns run ids; nil means UUIDv7.
 	NewRunID func() string
@@ -95,13 +102,14 @@ type Options struct {
 const DefaultMaxRunData = 1 << 20
 
 // Store is what the engine needs of a store, declared here: the runs with
-// their events, the background tasks and the stored workflow definitions
+// their events and timers, the background tasks and the stored workflow definitions
 // (store.Store, less the ledger and Close, which belong to whoever opened
 // the store). A store may also offer store.Notifier (commits of other
 // processes) and store.Pinger (Ping).
 type Store interface {
 	store.RunStore
 	store.TaskStore
+	store.TimerStore
 	store.DefinitionStore
 }
 
@@ -114,6 +122,7 @@ type Engine struct {
 	skills  map[string]*workflow.Skill
 	log     *slog.Logger
 	now     func() time.Time
+	clock   clock.Clock
 	newID   func() string
 	retries int
 	invoker RowInvoker
@@ -129,6 +138,8 @@ type Engine struct {
 	wakeMu      sync.Mutex
 	wake        func()                     // wakes a task worker when a task is enqueued
 	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
+	timerMu     sync.Mutex
+	timerLoop   *TimerLoop // told of stored timers (StartTimers)
 	vers        versions
 }
 
@@ -160,6 +171,7 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 		skills:  map[string]*workflow.Skill{},
 		log:     opts.Logger,
 		now:     opts.Now,
+		clock:   opts.Clock,
 		newID:   opts.NewRunID,
 		retries: opts.MaxRetries,
 		invoker: opts.Invoker,
@@ -168,7 +180,13 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if e.now == nil {
+	switch {
+	case e.clock != nil:
+		e.now = e.clock.Now
+	case e.now != nil:
+		e.clock = nowClock{now: e.now}
+	default:
+		e.clock = clock.Real{}
 		e.now = time.Now
 	}
 	if e.newID == nil {
@@ -217,6 +235,18 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 	}
 	return e, nil
 }
+
+// nowClock is the engine's clock when only Options.Now is given: its time,
+// with the system's timers.
+type nowClock struct {
+	clock.Real
+	now func() time.Time
+}
+
+func (c nowClock) Now() time.Time { return c.now() }
+
+// Clock returns the engine's clock (Options.Clock).
+func (e *Engine) Clock() clock.Clock { return e.clock }
 
 // MaxRunData returns the bound on a run's data and milestones, in bytes
 // (Options.MaxRunData).

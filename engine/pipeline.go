@@ -141,6 +141,7 @@ func (e *Engine) transition(ctx context.Context, runID, action string, input map
 			<-prev.done // publish the run's events in commit order
 		}
 		if err == nil {
+			e.timersStored(c.Timers)
 			e.published(r.WorkflowID, c.Event)
 		}
 		e.resolve(runID, p, err == nil)

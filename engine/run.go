@@ -88,9 +88,11 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 		c.Enqueue = e.newTask(run.ID, def.InitialState, 1, now)
 	}
 	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: def, Data: data}))
+	enterTimers(&c, nil, initial, data, now)
 	if err := e.store.CreateRun(ctx, c); err != nil {
 		return nil, internal("could not store the new run", err)
 	}
+	e.timersStored(c.Timers)
 	e.published(def.ID, c.Event)
 	return &Run{Run: c.Run, Def: def, Data: data}, nil
 }
@@ -340,6 +342,7 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	}
 	c.Event.Snapshot = c.Run.Snapshot
 	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: r.Def, Data: data}))
+	enterTimers(c, st, to, data, now)
 	if c.Event.Patch = dataPatch(r.Data, data, t.Expects, o.set); c.Event.Patch != nil && to.Milestone != "" {
 		c.Event.Added = []string{to.Milestone}
 	}

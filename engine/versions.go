@@ -408,12 +408,15 @@ func (e *Engine) migrationCommit(r *Run, plan *migrationPlan, target string) sto
 	next.Snapshot.State = target
 	next.Snapshot.Status = ""
 	c := store.Commit{Run: next}
-	if st, ok := plan.to.State(target); ok && st.Task != nil {
+	st, _ := plan.to.State(target)
+	if st != nil && st.Task != nil {
 		c.Run.Snapshot.Status = protocol.StatusProcessing
 		c.Enqueue = e.newTask(r.ID, target, next.Version, now)
 	}
 	c.Event = store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventMigrated, Action: plan.from.Version(),
 		From: r.State, To: target, Actor: plan.actor, WorkflowVersion: plan.to.Version(), Snapshot: c.Run.Snapshot}
+	// The run enters target of the new version: its timers start again.
+	enterTimers(&c, r.StateDef(), st, r.Data, now)
 	return c
 }
 

@@ -385,6 +385,7 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 				Reason: next.Snapshot.Error, Offered: []string{}, Patch: json.RawMessage(`{}`), Snapshot: next.Snapshot},
 			Complete: t.ID,
 		}
+		enterTimers(&c, r.StateDef(), nil, nil, now) // a failed run has no timers
 		err = e.store.CommitRun(ctx, r.Version, c).Wait()
 		if errors.Is(err, store.ErrConflict) {
 			continue

@@ -134,6 +134,11 @@ const (
 	// version in Event.Action to the one in Event.WorkflowVersion, and
 	// moved from state From (of the old version) to To (of the new one).
 	EventMigrated = "migrated"
+	// EventTimerRefused records a due timer whose transition was refused
+	// (a guard, the action's expected fields, the bound on data): Action is
+	// the timer's action, Actor "timer", Reason why; the run stays in its
+	// state and the timer is done.
+	EventTimerRefused = "timer_refused"
 )
 
 // Event is one entry of a run's event log: the change (kind, action,

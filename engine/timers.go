@@ -1,0 +1,370 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// Timers of states (SPEC section 17). Entering a state stores its timers
+// in the commit that enters it (Commit.ReplaceTimers, Commit.Timers), and
+// every commit that leaves a state with timers, or ends the run, replaces
+// them, so a pending timer always belongs to the run's current entry into
+// its state. A timer loop (StartTimers) claims due timers under leases and
+// fires each as actor "timer" through the same validation as a client's
+// request; the compare-and-set on the run's version decides, so a timer
+// fires once however many replicas claim it.
+
+// ActorTimer is the actor of transitions fired by timers.
+const ActorTimer = "timer"
+
+// stateTimers returns the timers to store for a run entering st at
+// entered with data, and a note for the event log naming those whose due
+// time could not be computed (an `at` expression that fails on the data):
+// they are not set.
+func stateTimers(st *workflow.State, data map[string]any, entered time.Time) ([]store.Timer, string) {
+	due := st.DueTimers(data, entered)
+	if len(due) == 0 {
+		return nil, ""
+	}
+	out := make([]store.Timer, 0, len(due))
+	var notes []string
+	for _, d := range due {
+		if d.Err != nil {
+			notes = append(notes, "Timer not set: "+d.Err.Error()+".")
+			continue
+		}
+		var raw json.RawMessage
+		if len(d.Timer.Data) > 0 {
+			raw, _ = json.Marshal(d.Timer.Data) // validated JSON values
+		}
+		out = append(out, store.Timer{Action: d.Timer.Action, DueAt: d.At.UTC(), Data: raw})
+	}
+	return out, strings.Join(notes, " ")
+}
+
+// enterTimers sets c to store the timers of state to (of def) for the run
+// entering it with data, replacing the run's pending ones, when from (the
+// state left; nil when the run is created) or to has timers. A note on
+// timers that could not be set goes in the event's reason.
+func enterTimers(c *store.Commit, from, to *workflow.State, data map[string]any, now time.Time) {
+	if (from == nil || len(from.Timers) == 0) && (to == nil || len(to.Timers) == 0) {
+		return
+	}
+	c.ReplaceTimers = true
+	c.Timers = nil
+	if to == nil {
+		return
+	}
+	var note string
+	c.Timers, note = stateTimers(to, data, now)
+	if note != "" && c.Event.Reason == "" {
+		c.Event.Reason = note
+	}
+}
+
+// RunTimers returns the run's pending timers, ordered by due time. Only a
+// state that declares timers has any, so a run in another state costs no
+// read.
+func (e *Engine) RunTimers(ctx context.Context, r *Run) ([]store.Timer, error) {
+	st := r.StateDef()
+	if st == nil || len(st.Timers) == 0 || r.Snapshot.Status == protocol.StatusFailed {
+		return nil, nil
+	}
+	ts, err := e.store.RunTimers(ctx, r.ID)
+	if err != nil {
+		return nil, internal("could not read the run's timers", err)
+	}
+	// A timer stored for an earlier entry into the state cannot remain
+	// (the entry replaced it), but never show one that names another state.
+	return slices.DeleteFunc(ts, func(t store.Timer) bool { return t.State != r.State }), nil
+}
+
+// TimerOptions configure the timer loop (StartTimers).
+type TimerOptions struct {
+	// Owner names this process in timer leases (default: a random id).
+	Owner string
+	// Lease is how long a claimed timer stays this process's before
+	// another may claim it (0 = DefaultLease): a process that dies while
+	// firing leaves its timers to the others once the lease ends.
+	Lease time.Duration
+	// Batch is how many due timers one claim takes (0 = 256).
+	Batch int
+	// Concurrency is how many timers fire at once (0 = 64): their
+	// transitions share the store's group commits.
+	Concurrency int
+	// Poll bounds the wait for timers stored by other processes (0 = 1s);
+	// timers stored by this process wake the loop when they are due.
+	Poll time.Duration
+}
+
+// TimerLoop fires due timers until Stop.
+type TimerLoop struct {
+	e      *Engine
+	opts   TimerOptions
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+
+	mu     sync.Mutex
+	nextAt time.Time // when the loop means to look next; zero while it looks
+}
+
+// StartTimers starts the loop that fires this engine's due timers (of
+// every served workflow's runs, whichever process stored them). Stop it
+// before closing the store.
+func (e *Engine) StartTimers(opts *TimerOptions) *TimerLoop {
+	var o TimerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Owner == "" {
+		o.Owner = "timers-" + uuid.NewString()[:8]
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 64
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &TimerLoop{e: e, opts: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	e.timerMu.Lock()
+	e.timerLoop = l
+	e.timerMu.Unlock()
+	go l.run()
+	return l
+}
+
+// Stop ends the loop: timers being fired finish, claimed ones not yet
+// fired are handed back to the store.
+func (l *TimerLoop) Stop() {
+	l.e.timerMu.Lock()
+	if l.e.timerLoop == l {
+		l.e.timerLoop = nil
+	}
+	l.e.timerMu.Unlock()
+	l.cancel()
+	<-l.done
+}
+
+// timersStored tells the loop that a commit stored timers, the earliest
+// due at due: it looks again if that is before its next look.
+func (e *Engine) timersStored(ts []store.Timer) {
+	if len(ts) == 0 {
+		return
+	}
+	e.timerMu.Lock()
+	l := e.timerLoop
+	e.timerMu.Unlock()
+	if l == nil {
+		return
+	}
+	due := ts[0].DueAt
+	for _, t := range ts[1:] {
+		if t.DueAt.Before(due) {
+			due = t.DueAt
+		}
+	}
+	l.mu.Lock()
+	poke := l.nextAt.IsZero() || due.Before(l.nextAt)
+	l.mu.Unlock()
+	if poke {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (l *TimerLoop) run() {
+	defer close(l.done)
+	e := l.e
+	for l.ctx.Err() == nil {
+		l.mu.Lock()
+		l.nextAt = time.Time{}
+		l.mu.Unlock()
+		now := e.clock.Now()
+		ts, err := e.store.ClaimDueTimers(l.ctx, now, l.opts.Batch, l.opts.Owner, now.Add(l.opts.Lease))
+		if err != nil && l.ctx.Err() == nil {
+			e.log.Error("claiming due timers failed", "err", err)
+		}
+		if len(ts) > 0 {
+			l.fire(ts)
+			if len(ts) == l.opts.Batch {
+				continue // more may be due
+			}
+		}
+		wait := l.opts.Poll
+		if at, ok, err := e.store.NextTimerDue(l.ctx); err == nil && ok {
+			wait = min(wait, at.Sub(e.clock.Now()))
+		}
+		if wait <= 0 {
+			if err != nil || len(ts) == 0 {
+				// Due but not claimed (a claim error, or another
+				// process's lease just ending): do not spin.
+				wait = min(l.opts.Poll, 50*time.Millisecond)
+			} else {
+				continue
+			}
+		}
+		l.mu.Lock()
+		l.nextAt = e.clock.Now().Add(wait)
+		l.mu.Unlock()
+		t := e.clock.NewTimer(wait)
+		select {
+		case <-l.ctx.Done():
+		case <-l.wake:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// fire fires the claimed timers, up to Concurrency at once, and returns
+// when all are done; those not fired because the loop stops are released.
+func (l *TimerLoop) fire(ts []store.Timer) {
+	sem := make(chan struct{}, l.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, t := range ts {
+		if l.ctx.Err() != nil {
+			if err := l.e.store.ReleaseTimer(context.Background(), t.ID, l.opts.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+				l.e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
+			}
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := l.e.FireTimer(context.Background(), t); err != nil {
+				l.e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// FireTimer fires t, a timer the caller claimed: if the run is still in
+// the entry into t's state that stored it, t's action is fired as actor
+// "timer", validated like any request, with the timer's body (its data
+// over the run's, for the action's expected fields). A refused firing is
+// recorded as a store.EventTimerRefused event and the run stays. A timer whose
+// run moved on is void. Either way the timer is done; an error (the store
+// failed) leaves it to fire again when its lease ends.
+func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
+	for attempt := 0; attempt < e.retries; attempt++ {
+		sr, err := e.storedRun(ctx, t.RunID)
+		if protocol.ErrorCode(err) == protocol.ENotFound {
+			return e.voidTimer(ctx, t)
+		}
+		if err != nil {
+			return err
+		}
+		if sr.State != t.State || sr.Version < t.Version || sr.Snapshot.Status == protocol.StatusFailed {
+			return e.voidTimer(ctx, t)
+		}
+		// Read after the run: a commit that re-entered the state between
+		// the two reads moves the version, so the compare-and-set below
+		// fails and this is decided again.
+		pending, err := e.store.RunTimers(ctx, t.RunID)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(pending, func(p store.Timer) bool { return p.ID == t.ID }) {
+			return nil // fired, voided or refused already
+		}
+		r, err := e.view(ctx, sr)
+		if err != nil {
+			return err
+		}
+		st := r.StateDef()
+		var def *workflow.Timer
+		if st != nil {
+			def, _ = st.Timer(t.Action)
+		}
+		tr, ok := r.Def.Transition(r.State, t.Action)
+		if def == nil || !ok {
+			return e.refuseTimer(ctx, r, t, "The run's workflow version declares no timer "+quote(t.Action)+" in state "+r.State+".")
+		}
+		_, err = e.transition(ctx, r.ID, t.Action, def.Body(tr.Expects, r.Data), TransitionOptions{Actor: ActorTimer, IfMatch: r.Version})
+		switch code := protocol.ErrorCode(err); {
+		case err == nil:
+			return nil
+		case code == protocol.EConflict:
+			continue // the run moved on meanwhile: decide again
+		case code == protocol.ENotFound:
+			return e.voidTimer(ctx, t)
+		case code == protocol.EForbidden, code == protocol.EInvalid, code == protocol.ETooLarge:
+			return e.refuseTimer(ctx, r, t, protocol.ErrorHint(err))
+		default:
+			return err
+		}
+	}
+	return errors.New("engine: the run changed too often while its timer fired")
+}
+
+func (e *Engine) voidTimer(ctx context.Context, t store.Timer) error {
+	if err := e.store.CompleteTimer(ctx, t.ID); err != nil {
+		return internal("could not void a timer", err)
+	}
+	return nil
+}
+
+// refuseTimer records that t's firing was refused for reason: an event,
+// the run staying where it is, and t done in the same commit. Nothing is
+// recorded if the run moved on since r (the timer is then void or fires
+// again on the next look).
+func (e *Engine) refuseTimer(ctx context.Context, r *Run, t store.Timer, reason string) error {
+	mu := e.lock(r.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	cur, err := e.GetRun(ctx, r.ID)
+	if err != nil {
+		if protocol.ErrorCode(err) == protocol.ENotFound {
+			return e.voidTimer(ctx, t)
+		}
+		return err
+	}
+	if cur.Version != r.Version {
+		return nil // moved on: its claim ends and the next look decides
+	}
+	now := e.now().UTC()
+	next := cur.Run
+	next.Version++
+	next.UpdatedAt = now
+	c := store.Commit{
+		Run: next,
+		Event: store.Event{RunID: cur.ID, Seq: next.Version, Time: now, Kind: store.EventTimerRefused, Action: t.Action, From: cur.State, To: cur.State,
+			Actor: ActorTimer, Reason: protocol.Truncate("Timer "+quote(t.Action)+" was due at "+t.DueAt.UTC().Format(time.RFC3339)+" and refused: "+reason, maxFailureReason),
+			Offered: actionNames(e.Offered(cur)), Patch: noChange, Snapshot: next.Snapshot},
+		DoneTimers: []string{t.ID},
+	}
+	err = e.store.CommitRun(ctx, cur.Version, c).Wait()
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	if err != nil {
+		return internal("could not record a refused timer", err)
+	}
+	e.forget(cur.ID)
+	e.published(cur.WorkflowID, c.Event)
+	return nil
+}
