@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
@@ -99,6 +100,10 @@ type Config struct {
 	TaskLease time.Duration
 	// Retention deletes ended runs unchanged this long (0 keeps every run).
 	Retention time.Duration
+	// Clock is the engine's clock (nil = the system's): what runs and
+	// events are stamped with, and what state timers, task retries and
+	// schedules fall due by.
+	Clock clock.Clock
 
 	// Tokens are the bearer tokens clients authenticate with; nil or none
 	// is an open server, where every caller holds every scope.
@@ -199,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if maxRunData == 0 {
 		maxRunData = cfg.MaxBody
 	}
-	eng, err := engine.New(d.st, defs, &engine.Options{Default: cfg.DefaultWorkflow, Logger: d.log, Invoker: oip.NewInvoker(d.ledger), MaxRunData: maxRunData})
+	eng, err := engine.New(d.st, defs, &engine.Options{Default: cfg.DefaultWorkflow, Logger: d.log, Clock: cfg.Clock, Invoker: oip.NewInvoker(d.ledger), MaxRunData: maxRunData})
 	if err != nil {
 		return nil, err
 	}
@@ -363,6 +368,10 @@ func (d *Server) Run(ctx context.Context) error {
 		}
 	}()
 	workers := eng.StartWorkers(&engine.WorkerOptions{Workers: workersN, Lease: d.cfg.TaskLease})
+	// State timers fire from start: those that fell due while the server
+	// was down fire at once.
+	timers := eng.StartTimers(&engine.TimerOptions{Lease: d.cfg.TaskLease})
+	defer timers.Stop()
 	if keep := d.cfg.Retention; keep > 0 {
 		every := min(max(keep/4, time.Second), 10*time.Minute)
 		go eng.KeepRuns(bg, keep, every, func(n int, err error) {
@@ -399,6 +408,7 @@ func (d *Server) Run(ctx context.Context) error {
 	if err := d.hs.Shutdown(sctx); err != nil {
 		d.log.Warn("requests still running at the deadline were cut off", "err", err)
 	}
+	timers.Stop()
 	workers.Stop(grace)
 	eng.Hub().CloseAll()
 	d.log.Info("stopped")

@@ -3,10 +3,10 @@ package engine_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/protocol"
@@ -14,22 +14,13 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-// clock is a settable engine clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
 // Prune deletes ended runs older than the cut-off, and nothing else.
 func TestPruneDeletesOnlyOldEndedRuns(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clk := &clock{t: t0}
+	clk := clock.NewFake(t0)
 	obs := newRecorder()
-	e, err := engine.New(memstore.New(), []*workflow.Definition{examples.ConfigWizard()}, &engine.Options{Now: clk.now, Observer: obs})
+	e, err := engine.New(memstore.New(), []*workflow.Definition{examples.ConfigWizard()}, &engine.Options{Clock: clk, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +44,7 @@ func TestPruneDeletesOnlyOldEndedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.set(t0.Add(2 * time.Hour))
+	clk.Set(t0.Add(2 * time.Hour))
 	newDone := finish()
 
 	n, err := e.Prune(ctx, t0.Add(time.Hour))
@@ -79,7 +70,7 @@ func TestPruneDeletesOnlyOldEndedRuns(t *testing.T) {
 	}
 
 	// KeepRuns prunes by itself, and returns when its context ends.
-	clk.set(t0.Add(100 * time.Hour))
+	clk.Set(t0.Add(100 * time.Hour))
 	kctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	pruned := make(chan int, 10)

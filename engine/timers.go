@@ -125,25 +125,7 @@ type TimerLoop struct {
 // every served workflow's runs, whichever process stored them). Stop it
 // before closing the store.
 func (e *Engine) StartTimers(opts *TimerOptions) *TimerLoop {
-	var o TimerOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Owner == "" {
-		o.Owner = "timers-" + uuid.NewString()[:8]
-	}
-	if o.Lease <= 0 {
-		o.Lease = DefaultLease
-	}
-	if o.Batch <= 0 {
-		o.Batch = 256
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 64
-	}
-	if o.Poll <= 0 {
-		o.Poll = time.Second
-	}
+	o := timerDefaults(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &TimerLoop{e: e, opts: o, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	e.timerMu.Lock()
@@ -201,29 +183,21 @@ func (l *TimerLoop) run() {
 		l.mu.Lock()
 		l.nextAt = time.Time{}
 		l.mu.Unlock()
-		now := e.clock.Now()
-		ts, err := e.store.ClaimDueTimers(l.ctx, now, l.opts.Batch, l.opts.Owner, now.Add(l.opts.Lease))
+		n, err := e.fireDue(l.ctx, l.opts)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("claiming due timers failed", "err", err)
 		}
-		if len(ts) > 0 {
-			l.fire(ts)
-			if len(ts) == l.opts.Batch {
-				continue // more may be due
-			}
+		if n == l.opts.Batch {
+			continue // more may be due
 		}
 		wait := l.opts.Poll
 		if at, ok, err := e.store.NextTimerDue(l.ctx); err == nil && ok {
 			wait = min(wait, at.Sub(e.clock.Now()))
 		}
 		if wait <= 0 {
-			if err != nil || len(ts) == 0 {
-				// Due but not claimed (a claim error, or another
-				// process's lease just ending): do not spin.
-				wait = min(l.opts.Poll, 50*time.Millisecond)
-			} else {
-				continue
-			}
+			// Due but not claimed (a claim error, or another process's
+			// lease just ending): do not spin.
+			wait = min(l.opts.Poll, 50*time.Millisecond)
 		}
 		l.mu.Lock()
 		l.nextAt = e.clock.Now().Add(wait)
@@ -238,15 +212,53 @@ func (l *TimerLoop) run() {
 	}
 }
 
-// fire fires the claimed timers, up to Concurrency at once, and returns
-// when all are done; those not fired because the loop stops are released.
-func (l *TimerLoop) fire(ts []store.Timer) {
-	sem := make(chan struct{}, l.opts.Concurrency)
+// FireDueTimers claims the timers due now (by the engine's clock), up to
+// o.Batch, under leases for o.Owner, fires them (o.Concurrency at once)
+// and returns how many it claimed, once all are handled. The timer loop
+// (StartTimers) calls it whenever a timer falls due; a test with a fake
+// clock, or a process that fires timers from its own schedule, may call
+// it directly. nil o means TimerOptions' defaults.
+func (e *Engine) FireDueTimers(ctx context.Context, o *TimerOptions) (int, error) {
+	return e.fireDue(ctx, timerDefaults(o))
+}
+
+func timerDefaults(opts *TimerOptions) TimerOptions {
+	var o TimerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Owner == "" {
+		o.Owner = "timers-" + uuid.NewString()[:8]
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 64
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	return o
+}
+
+func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, error) {
+	now := e.clock.Now()
+	ts, err := e.store.ClaimDueTimers(ctx, now, o.Batch, o.Owner, now.Add(o.Lease))
+	if err != nil {
+		return 0, internal("could not claim due timers", err)
+	}
+	sem := make(chan struct{}, o.Concurrency)
 	var wg sync.WaitGroup
 	for _, t := range ts {
-		if l.ctx.Err() != nil {
-			if err := l.e.store.ReleaseTimer(context.Background(), t.ID, l.opts.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-				l.e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
+		if ctx.Err() != nil {
+			// Stopping: hand the rest back at once rather than leave
+			// them to their leases.
+			if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+				e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
 			}
 			continue
 		}
@@ -254,12 +266,13 @@ func (l *TimerLoop) fire(ts []store.Timer) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := l.e.FireTimer(context.Background(), t); err != nil {
-				l.e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+			if err := e.FireTimer(context.Background(), t); err != nil {
+				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
 			}
 		}()
 	}
 	wg.Wait()
+	return len(ts), nil
 }
 
 // FireTimer fires t, a timer the caller claimed: if the run is still in
@@ -278,12 +291,11 @@ func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
 		if err != nil {
 			return err
 		}
-		if sr.State != t.State || sr.Version < t.Version || sr.Snapshot.Status == protocol.StatusFailed {
-			return e.voidTimer(ctx, t)
-		}
-		// Read after the run: a commit that re-entered the state between
-		// the two reads moves the version, so the compare-and-set below
-		// fails and this is decided again.
+		// The timer is pending while the run is in the entry into the
+		// state that stored it (every commit that leaves or re-enters the
+		// state replaces it). Read after the run: a commit that re-entered
+		// the state between the two reads moves the version, so the
+		// compare-and-set below fails and this is decided again.
 		pending, err := e.store.RunTimers(ctx, t.RunID)
 		if err != nil {
 			return err
