@@ -143,6 +143,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
+	if err := releaseLeases(ctx, wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	rq := url.Values{}
 	rq.Add("_pragma", "busy_timeout(10000)")
 	rq.Add("_pragma", "query_only(1)")
@@ -165,6 +169,21 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
+}
+
+// releaseLeases frees the timers and tasks that a previous process held
+// under a lease: the file lock proves that process is gone (one process
+// per database), so what it claimed and did not finish is claimable now,
+// at start, instead of when its leases run out. A timer claimed by a
+// server killed before it fired thus fires right after the restart.
+func releaseLeases(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `UPDATE timers SET owner = '', lease_until = 0, ready_at = due_at WHERE owner != ''`); err != nil {
+		return fmt.Errorf("release timer leases: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = 0 WHERE status = 'running'`); err != nil {
+		return fmt.Errorf("release task leases: %w", err)
+	}
+	return nil
 }
 
 // Path returns the database file's absolute path.
