@@ -25,6 +25,7 @@ package asmpd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,6 +51,7 @@ import (
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/store/postgres"
 	"github.com/asmp-dev/asmp/store/sqlite"
+	"github.com/asmp-dev/asmp/webhook"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -104,6 +106,16 @@ type Config struct {
 	// events are stamped with, and what state timers, task retries and
 	// schedules fall due by.
 	Clock clock.Clock
+	// WebhookAllow admits webhook targets that are not https:// addresses
+	// on the public internet (the --webhook-allow list: hosts and CIDR
+	// ranges). The zero list admits none.
+	WebhookAllow webhook.AllowList
+	// WebhookRetry is when a failed webhook message is tried again (the
+	// zero Schedule: 5 s … 1 h with jitter, given up after 24 h).
+	WebhookRetry webhook.Schedule
+	// WebhookTLS configures the https connections to webhook receivers
+	// (nil: the system's roots; tests trust their own receiver).
+	WebhookTLS *tls.Config
 
 	// Tokens are the bearer tokens clients authenticate with; nil or none
 	// is an open server, where every caller holds every scope.
@@ -153,6 +165,7 @@ type Server struct {
 	hs       *http.Server
 	tampered chan error
 	close    sync.Once
+	webhooks *webhook.Sender
 }
 
 // Open builds the server cfg describes and binds its listener; it serves
@@ -204,7 +217,13 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if maxRunData == 0 {
 		maxRunData = cfg.MaxBody
 	}
-	eng, err := engine.New(d.st, defs, &engine.Options{Default: cfg.DefaultWorkflow, Logger: d.log, Clock: cfg.Clock, Invoker: oip.NewInvoker(d.ledger), MaxRunData: maxRunData})
+	var now func() time.Time
+	if cfg.Clock != nil {
+		now = cfg.Clock.Now
+	}
+	d.webhooks = webhook.NewSender(&webhook.Options{Policy: webhook.Policy{Allow: cfg.WebhookAllow}, TLS: cfg.WebhookTLS, Now: now})
+	eng, err := engine.New(d.st, defs, &engine.Options{Default: cfg.DefaultWorkflow, Logger: d.log, Clock: cfg.Clock, Invoker: oip.NewInvoker(d.ledger), MaxRunData: maxRunData,
+		Webhooks: d.webhooks})
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +391,11 @@ func (d *Server) Run(ctx context.Context) error {
 	// was down fire at once.
 	timers := eng.StartTimers(&engine.TimerOptions{Lease: d.cfg.TaskLease})
 	defer timers.Stop()
+	// Webhook messages go out from start: those stored before a crash (in
+	// the commits that caused them) are sent now.
+	deliveries := eng.StartDeliveries(&engine.DeliveryOptions{Lease: max(d.cfg.TaskLease, 2*webhook.DefaultTimeout), Retry: d.cfg.WebhookRetry})
+	defer deliveries.Stop()
+	defer d.webhooks.Close()
 	if keep := d.cfg.Retention; keep > 0 {
 		every := min(max(keep/4, time.Second), 10*time.Minute)
 		go eng.KeepRuns(bg, keep, every, func(n int, err error) {
@@ -409,6 +433,7 @@ func (d *Server) Run(ctx context.Context) error {
 		d.log.Warn("requests still running at the deadline were cut off", "err", err)
 	}
 	timers.Stop()
+	deliveries.Stop()
 	workers.Stop(grace)
 	eng.Hub().CloseAll()
 	d.log.Info("stopped")

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +24,7 @@ import (
 	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/webhook"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -95,6 +97,9 @@ type Options struct {
 	// already (under a higher limit) stays readable, and may still move
 	// on by transitions that do not make it larger.
 	MaxRunData int64
+	// Webhooks sends webhook messages and checks subscription URLs; nil
+	// means webhook.NewSender(nil): https to public addresses only.
+	Webhooks *webhook.Sender
 }
 
 // DefaultMaxRunData is the bound on a run's data when Options.MaxRunData
@@ -111,6 +116,7 @@ type Store interface {
 	store.TaskStore
 	store.TimerStore
 	store.DefinitionStore
+	store.WebhookStore
 }
 
 // Engine runs workflows. It is safe for concurrent use.
@@ -133,14 +139,17 @@ type Engine struct {
 	hub     *Hub
 	obs     observers
 	// workflowIDs are the served workflows: workers claim only their tasks.
-	workflowIDs []string
-	seen        seenSeqs
-	wakeMu      sync.Mutex
-	wake        func()                     // wakes a task worker when a task is enqueued
-	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
-	timerMu     sync.Mutex
-	timerLoop   *TimerLoop // told of stored timers (StartTimers)
-	vers        versions
+	workflowIDs  []string
+	seen         seenSeqs
+	wakeMu       sync.Mutex
+	wake         func()                     // wakes a task worker when a task is enqueued
+	pure         map[string]map[string]bool // workflow -> state -> frames a function of the stored run
+	timerMu      sync.Mutex
+	timerLoop    *TimerLoop // told of stored timers (StartTimers)
+	vers         versions
+	webhooks     *webhook.Sender
+	subs         atomic.Pointer[subscriptions] // the active webhook subscriptions
+	deliveryLoop deliveryLoopRef               // told of stored deliveries (StartDeliveries)
 }
 
 func (e *Engine) setWake(f func()) {
@@ -166,16 +175,20 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 		return nil, fmt.Errorf("engine: no workflows to serve")
 	}
 	e := &Engine{
-		store:   st,
-		defs:    map[string]*workflow.Definition{},
-		skills:  map[string]*workflow.Skill{},
-		log:     opts.Logger,
-		now:     opts.Now,
-		clock:   opts.Clock,
-		newID:   opts.NewRunID,
-		retries: opts.MaxRetries,
-		invoker: opts.Invoker,
-		maxData: opts.MaxRunData,
+		store:    st,
+		defs:     map[string]*workflow.Definition{},
+		skills:   map[string]*workflow.Skill{},
+		log:      opts.Logger,
+		now:      opts.Now,
+		clock:    opts.Clock,
+		newID:    opts.NewRunID,
+		retries:  opts.MaxRetries,
+		invoker:  opts.Invoker,
+		maxData:  opts.MaxRunData,
+		webhooks: opts.Webhooks,
+	}
+	if e.webhooks == nil {
+		e.webhooks = webhook.NewSender(nil)
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -231,6 +244,9 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := e.storeDefinitions(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.loadSubscriptions(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil

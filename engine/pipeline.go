@@ -142,6 +142,7 @@ func (e *Engine) transition(ctx context.Context, runID, action string, input map
 		}
 		if err == nil {
 			e.timersStored(c.Timers)
+			e.outboxStored(c)
 			e.published(r.WorkflowID, c.Event)
 		}
 		e.resolve(runID, p, err == nil)

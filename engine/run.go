@@ -89,10 +89,12 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	}
 	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: def, Data: data}))
 	enterTimers(&c, nil, initial, data, now)
+	e.outbox(def, "", &c)
 	if err := e.store.CreateRun(ctx, c); err != nil {
 		return nil, internal("could not store the new run", err)
 	}
 	e.timersStored(c.Timers)
+	e.outboxStored(&c)
 	e.published(def.ID, c.Event)
 	return &Run{Run: c.Run, Def: def, Data: data}, nil
 }
@@ -343,6 +345,7 @@ func (e *Engine) plan(r *Run, action string, input map[string]any, o TransitionO
 	c.Event.Snapshot = c.Run.Snapshot
 	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: r.Def, Data: data}))
 	enterTimers(c, st, to, data, now)
+	e.outbox(r.Def, r.Status(), c)
 	if c.Event.Patch = dataPatch(r.Data, data, t.Expects, o.set); c.Event.Patch != nil && to.Milestone != "" {
 		c.Event.Added = []string{to.Milestone}
 	}

@@ -391,6 +391,7 @@ func (e *Engine) migrateRun(ctx context.Context, runID string, plan *migrationPl
 			return MigratedRun{}, internal("could not store the migration of run "+r.ID, err)
 		}
 		e.forget(r.ID) // the kept value names the old definition
+		e.outboxStored(&c)
 		e.published(r.WorkflowID, c.Event)
 		return mr, nil
 	}
@@ -417,6 +418,7 @@ func (e *Engine) migrationCommit(r *Run, plan *migrationPlan, target string) sto
 		From: r.State, To: target, Actor: plan.actor, WorkflowVersion: plan.to.Version(), Snapshot: c.Run.Snapshot}
 	// The run enters target of the new version: its timers start again.
 	enterTimers(&c, r.StateDef(), st, r.Data, now)
+	e.outbox(plan.to, r.Status(), &c)
 	return c
 }
 

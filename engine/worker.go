@@ -386,6 +386,7 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 			Complete: t.ID,
 		}
 		enterTimers(&c, r.StateDef(), nil, nil, now) // a failed run has no timers
+		e.outbox(r.Def, r.Status(), &c)
 		err = e.store.CommitRun(ctx, r.Version, c).Wait()
 		if errors.Is(err, store.ErrConflict) {
 			continue
@@ -393,6 +394,7 @@ func (e *Engine) failRun(ctx context.Context, runID string, t store.Task, cause 
 		if err != nil {
 			return err
 		}
+		e.outboxStored(&c)
 		e.published(r.WorkflowID, c.Event)
 		return nil
 	}

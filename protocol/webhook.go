@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The event types of webhook messages (the "type" of a WebhookMessage).
 const (
@@ -59,4 +62,74 @@ type WebhookData struct {
 	// FrameHref is the path of the run's frame on the server that sent the
 	// message ("/runs/{run_id}").
 	FrameHref string `json:"frame_href"`
+}
+
+// WebhookRequest is the body of POST /webhooks: where to send messages,
+// which event types, and optionally only those of one workflow, or of runs
+// entering given states.
+type WebhookRequest struct {
+	URL        string   `json:"url"`
+	Events     []string `json:"events"`
+	WorkflowID string   `json:"workflow_id,omitempty"`
+	States     []string `json:"states,omitempty"`
+}
+
+// WebhookSubscription is a subscription as the API shows it. Secret is
+// set only in the answers that create a secret (POST /webhooks and POST
+// /webhooks/{id}/rotate): it is shown once and never again.
+type WebhookSubscription struct {
+	ID         string   `json:"id"`
+	URL        string   `json:"url"`
+	Events     []string `json:"events"`
+	WorkflowID string   `json:"workflow_id,omitempty"`
+	States     []string `json:"states,omitempty"`
+	// Status is "active", or "disabled" once the receiver answered 410
+	// Gone (DisabledReason says when).
+	Status         string    `json:"status"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+	Secret         string    `json:"secret,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	Href           string    `json:"href"`
+	DeliveriesHref string    `json:"deliveries_href"`
+}
+
+// WebhookList is a page of GET /webhooks.
+type WebhookList struct {
+	Webhooks   []WebhookSubscription `json:"webhooks"`
+	NextCursor *string               `json:"next_cursor"`
+}
+
+// WebhookDelivery is one message to one subscription and what became of
+// it: "pending" (NextAttemptAt says when it is tried), "delivered" or
+// "failed" (given up, kept for redelivery).
+type WebhookDelivery struct {
+	ID            string           `json:"id"`
+	MessageID     string           `json:"message_id"`
+	Type          string           `json:"type"`
+	RunID         string           `json:"run_id"`
+	Status        string           `json:"status"`
+	Attempts      int              `json:"attempts"`
+	NextAttemptAt *time.Time       `json:"next_attempt_at,omitempty"`
+	LastError     string           `json:"last_error,omitempty"`
+	CreatedAt     time.Time        `json:"created_at"`
+	Message       json.RawMessage  `json:"message,omitempty"`
+	History       []WebhookAttempt `json:"history,omitempty"`
+	Href          string           `json:"href"`
+}
+
+// WebhookAttempt is the record of one attempt to deliver a message.
+type WebhookAttempt struct {
+	N          int       `json:"n"`
+	At         time.Time `json:"at"`
+	Class      string    `json:"class"`
+	Status     int       `json:"status,omitempty"`
+	DurationMS float64   `json:"duration_ms"`
+	Answer     string    `json:"answer,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// WebhookDeliveryList is a page of GET /webhooks/{id}/deliveries.
+type WebhookDeliveryList struct {
+	Deliveries []WebhookDelivery `json:"deliveries"`
+	NextCursor *string           `json:"next_cursor"`
 }

@@ -50,6 +50,7 @@ type setup struct {
 	defs    []*workflow.Definition
 	opts    *server.Options
 	newStor func(t *testing.T) store.Store
+	eopts   *engine.Options
 }
 
 func start(t *testing.T, s setup) *env {
@@ -61,7 +62,7 @@ func start(t *testing.T, s setup) *env {
 		s.newStor = backends["memory"]
 	}
 	st := s.newStor(t)
-	eng, err := engine.New(st, s.defs, nil)
+	eng, err := engine.New(st, s.defs, s.eopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,11 +233,23 @@ func newServer(t *testing.T, opts *server.Options) *consoleServer {
 // newServerOn is newServer serving defs from st (which it closes at the end).
 func newServerOn(t *testing.T, st store.Store, defs []*workflow.Definition, opts *server.Options) *consoleServer {
 	t.Helper()
+	return newServerWith(t, st, defs, opts, nil)
+}
+
+// newServerWith is newServerOn with engine options (its Invoker is the
+// ledger's).
+func newServerWith(t *testing.T, st store.Store, defs []*workflow.Definition, opts *server.Options, eopts *engine.Options) *consoleServer {
+	t.Helper()
 	ledger, err := oip.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(st, defs, &engine.Options{Invoker: oip.NewInvoker(ledger)})
+	var eo engine.Options
+	if eopts != nil {
+		eo = *eopts
+	}
+	eo.Invoker = oip.NewInvoker(ledger)
+	eng, err := engine.New(st, defs, &eo)
 	if err != nil {
 		t.Fatal(err)
 	}

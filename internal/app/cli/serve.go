@@ -25,6 +25,7 @@ import (
 	"github.com/asmp-dev/asmp/internal/bridge/mcpbridge"
 	"github.com/asmp-dev/asmp/internal/edge/gctune"
 	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/webhook"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -56,6 +57,8 @@ type serveFlags struct {
 	exec       execFlags // --allow-exec, --exec-* (invoke.go)
 	rotateKey  bool
 	resetHead  bool
+	whAllow    string
+	whGiveUp   time.Duration
 }
 
 func init() { register(newServeCmd) }
@@ -90,6 +93,8 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.StringArrayVar(&f.origins, "allow-origin", nil, "a browser origin (scheme://host[:port]) besides the server's own that may send POST, PUT, PATCH and DELETE requests (repeatable)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow an open server (no tokens) to listen on a non-loopback address")
 	fl.IntVar(&f.workers, "workers", 4, "background tasks run at once")
+	fl.StringVar(&f.whAllow, "webhook-allow", "", "webhook targets admitted although not https:// on the public internet: hosts and CIDR ranges, comma-separated (e.g. 127.0.0.1/32,hooks.internal)")
+	fl.DurationVar(&f.whGiveUp, "webhook-give-up", webhook.DefaultGiveUp, "how long a webhook message is retried before it is marked failed (kept for redelivery)")
 	fl.DurationVar(&f.taskLease, "task-lease", engine.DefaultLease, "how long a task stays claimed without renewal; a crashed server's tasks run again after it")
 	fl.DurationVar(&f.heartbeat, "heartbeat", server.DefaultHeartbeat, "interval of heartbeat lines on idle streams")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests and tasks may take to finish")
@@ -242,7 +247,15 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if err != nil {
 		return err
 	}
+	whAllow, err := webhook.ParseAllowList(f.whAllow)
+	if err != nil {
+		return fmt.Errorf("--webhook-allow: %w", err)
+	}
+	if f.whGiveUp <= 0 {
+		return fmt.Errorf("--webhook-give-up must be a positive duration, not %s", f.whGiveUp)
+	}
 	d, err := asmpd.Open(ctx, asmpd.Config{
+		WebhookAllow: whAllow, WebhookRetry: webhook.Schedule{GiveUp: f.whGiveUp},
 		Addr: f.addr, DB: f.db, RotateLedgerKey: f.rotateKey, ResetLedgerHead: f.resetHead, Executor: executor,
 		Workflows: defs, DefaultWorkflow: f.defaultWF, MaxRunData: f.maxRunData,
 		Workers: f.workers, TaskLease: f.taskLease, Retention: f.retention,

@@ -8,6 +8,7 @@ import * as runs from './runs.js';
 import * as run from './run.js';
 import * as workflows from './workflows.js';
 import * as ledger from './ledger.js';
+import * as webhooks from './webhooks.js';
 
 const routes = [
   [/^#\/runs\/([^/?]+)$/, 'runs', (m) => run.mount, (m) => [decodeURIComponent(m[1])]],
@@ -15,6 +16,7 @@ const routes = [
   [/^#\/workflows$/, 'workflows', () => workflows.mount, () => []],
   [/^#\/ledger\/([^/?]+)$/, 'ledger', () => ledger.mountReceipt, (m) => [decodeURIComponent(m[1])]],
   [/^#\/ledger(?:\?.*)?$/, 'ledger', () => ledger.mount, () => []],
+  [/^#\/webhooks$/, 'webhooks', () => webhooks.mount, () => []],
 ];
 
 let cleanup = null;

@@ -1,0 +1,467 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/webhook"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// Webhooks: subscriptions are stored (store.WebhookStore) and kept in
+// memory, so that every commit can add, in its own transaction, one
+// outbox delivery per subscription that wants the change it records
+// (outbox). A delivery loop (StartDeliveries) sends them; see
+// docs/WEBHOOKS.md.
+
+// subscriptions is the engine's view of the stored subscriptions: the
+// active ones, which commits match against.
+type subscriptions struct {
+	active []store.Subscription
+}
+
+// MaxWebhooks bounds the subscriptions a server keeps: each one is
+// matched against every commit.
+const MaxWebhooks = 256
+
+// DefaultSecretGrace is how long a rotated secret keeps signing when the
+// rotation names no grace period.
+const DefaultSecretGrace = 24 * time.Hour
+
+// loadSubscriptions reads every stored subscription into the engine's
+// view. The delivery loop calls it on every poll, so that subscriptions
+// made or removed through another replica take effect here within the
+// poll interval.
+func (e *Engine) loadSubscriptions(ctx context.Context) error {
+	var active []store.Subscription
+	after := ""
+	for {
+		page, err := e.store.ListSubscriptions(ctx, after, 100)
+		if err != nil {
+			return fmt.Errorf("engine: read webhook subscriptions: %w", err)
+		}
+		for _, s := range page {
+			if !s.Disabled {
+				active = append(active, s)
+			}
+		}
+		if len(page) < 100 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	e.subs.Store(&subscriptions{active: active})
+	return nil
+}
+
+// messageID is the stable id of the message of type typ about event seq
+// of run: the webhook-id header, the same on every attempt and for every
+// subscription, which receivers deduplicate on.
+func messageID(runID string, seq int64, typ string) string {
+	h := sha256.Sum256([]byte(runID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + typ))
+	return "msg_" + hex.EncodeToString(h[:16])
+}
+
+// deliveryID is the id of the delivery of message msg to subscription sub.
+func deliveryID(sub, msg string) string {
+	h := sha256.Sum256([]byte(sub + "\x00" + msg))
+	return "dlv_" + hex.EncodeToString(h[:16])
+}
+
+// webhookTypes returns the message types a commit's event stands for:
+// run.created for a new run, run.state_changed for every transition
+// (self-loops too: the run took an action), and run.completed or
+// run.failed when the run reaches that status (prevStatus is the status
+// before; "" for a new run).
+func webhookTypes(ev *store.Event, prevStatus, status string) []string {
+	var out []string
+	switch ev.Kind {
+	case store.EventCreated:
+		out = append(out, protocol.WebhookRunCreated)
+	case store.EventTransition:
+		out = append(out, protocol.WebhookRunStateChanged)
+	}
+	if status != prevStatus {
+		switch status {
+		case protocol.StatusCompleted:
+			out = append(out, protocol.WebhookRunCompleted)
+		case protocol.StatusFailed:
+			out = append(out, protocol.WebhookRunFailed)
+		}
+	}
+	return out
+}
+
+// wants reports whether s wants a message of type typ about a run of
+// workflow wf now in state.
+func wants(s *store.Subscription, typ, wf, state string) bool {
+	if s.WorkflowID != "" && s.WorkflowID != wf {
+		return false
+	}
+	if len(s.States) > 0 && !slices.Contains(s.States, state) {
+		return false
+	}
+	return slices.Contains(s.Events, typ)
+}
+
+// outbox adds to c one delivery per active subscription that wants the
+// change c records; def is the run's definition and prevStatus its status
+// before c ("" when c creates it). A commit no subscription wants is left
+// alone, so a server without subscriptions pays one atomic load.
+func (e *Engine) outbox(def *workflow.Definition, prevStatus string, c *store.Commit) {
+	subs := e.subs.Load()
+	if subs == nil || len(subs.active) == 0 {
+		return
+	}
+	ev := &c.Event
+	status := StatusAfter(def, ev)
+	for _, typ := range webhookTypes(ev, prevStatus, status) {
+		var body []byte
+		msg := messageID(c.Run.ID, ev.Seq, typ)
+		for i := range subs.active {
+			s := &subs.active[i]
+			if !wants(s, typ, c.Run.WorkflowID, c.Run.State) {
+				continue
+			}
+			if body == nil {
+				m := webhook.Message{Type: typ, Timestamp: ev.Time.UTC(), Data: webhook.Data{
+					RunID: c.Run.ID, WorkflowID: c.Run.WorkflowID, WorkflowVersion: c.Run.WorkflowVersion,
+					State: c.Run.State, Status: status, FrameHref: "/runs/" + c.Run.ID}}
+				if ev.Kind != store.EventCreated {
+					m.Data.From, m.Data.Action, m.Data.Actor = ev.From, ev.Action, ev.Actor
+				}
+				var err error
+				if body, err = webhook.EncodeMessage(m); err != nil {
+					e.log.Error("encoding a webhook message failed", "run", c.Run.ID, "err", err)
+					return
+				}
+			}
+			c.Outbox = append(c.Outbox, store.Delivery{
+				ID: deliveryID(s.ID, msg), SubscriptionID: s.ID, MessageID: msg, RunID: c.Run.ID, Seq: ev.Seq,
+				Type: typ, Body: body, Status: store.DeliveryPending, NextAt: ev.Time, CreatedAt: ev.Time, UpdatedAt: ev.Time})
+		}
+	}
+}
+
+// outboxStored tells the delivery loop that a commit stored deliveries.
+func (e *Engine) outboxStored(c *store.Commit) {
+	if len(c.Outbox) == 0 {
+		return
+	}
+	if l := e.deliveryLoop.Load(); l != nil {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sender returns the engine's webhook sender.
+func (e *Engine) sender() *webhook.Sender { return e.webhooks }
+
+// CreateWebhook stores a new subscription after checking it: known event
+// types, a served workflow, states of it (or of some served workflow), and
+// a URL the sender's policy admits (resolved now; checked again at every
+// connection). The answer holds the secret, shown this once.
+func (e *Engine) CreateWebhook(ctx context.Context, req protocol.WebhookRequest) (protocol.WebhookSubscription, error) {
+	if err := e.checkWebhook(ctx, &req); err != nil {
+		return protocol.WebhookSubscription{}, err
+	}
+	if n, err := e.countWebhooks(ctx); err != nil {
+		return protocol.WebhookSubscription{}, err
+	} else if n >= MaxWebhooks {
+		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.ETooLarge, "This server keeps at most %d webhook subscriptions; delete one (DELETE /webhooks/{id}) first.", MaxWebhooks)
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return protocol.WebhookSubscription{}, internal("could not make a secret", err)
+	}
+	enc, err := webhook.EncodeSecrets([]webhook.Secret{secret})
+	if err != nil {
+		return protocol.WebhookSubscription{}, internal("could not encode the secret", err)
+	}
+	now := e.now().UTC()
+	s := store.Subscription{ID: "wh_" + strings.ReplaceAll(e.newID(), "-", ""), URL: req.URL, Events: req.Events, WorkflowID: req.WorkflowID,
+		States: req.States, Secrets: enc, CreatedAt: now, UpdatedAt: now}
+	if err := e.store.PutSubscription(ctx, s); err != nil {
+		return protocol.WebhookSubscription{}, internal("could not store the subscription", err)
+	}
+	if err := e.loadSubscriptions(ctx); err != nil {
+		return protocol.WebhookSubscription{}, internal("could not reload the subscriptions", err)
+	}
+	out := webhookView(&s)
+	out.Secret = secret.Encode()
+	return out, nil
+}
+
+func (e *Engine) countWebhooks(ctx context.Context) (int, error) {
+	n, after := 0, ""
+	for {
+		page, err := e.store.ListSubscriptions(ctx, after, 100)
+		if err != nil {
+			return 0, internal("could not read the subscriptions", err)
+		}
+		n += len(page)
+		if len(page) < 100 {
+			return n, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest) error {
+	if req.URL == "" {
+		return protocol.Errorf(protocol.EInvalid, `A subscription needs a "url": the https:// address to POST messages to.`)
+	}
+	if len(req.Events) == 0 {
+		return protocol.Errorf(protocol.EInvalid, `A subscription needs "events": one or more of %s.`, strings.Join(protocol.WebhookEventTypes, ", "))
+	}
+	seen := map[string]bool{}
+	for _, t := range req.Events {
+		if !protocol.IsWebhookEventType(t) {
+			return protocol.Errorf(protocol.EInvalid, "Unknown event type %q: use %s.", t, strings.Join(protocol.WebhookEventTypes, ", "))
+		}
+		seen[t] = true
+	}
+	req.Events = slices.Sorted(func(yield func(string) bool) {
+		for t := range seen {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	defs := e.order
+	if req.WorkflowID != "" {
+		d, ok := e.Workflow(req.WorkflowID)
+		if !ok {
+			return protocol.Errorf(protocol.EInvalid, "Unknown workflow_id %q: this server serves %s.", req.WorkflowID, strings.Join(e.WorkflowIDs(), ", "))
+		}
+		defs = []*workflow.Definition{d}
+	}
+	for _, st := range req.States {
+		found := false
+		for _, d := range defs {
+			if _, ok := d.State(st); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return protocol.Errorf(protocol.EInvalid, "Unknown state %q in \"states\": no served workflow%s has it.", st, map[bool]string{true: " " + req.WorkflowID, false: ""}[req.WorkflowID != ""])
+		}
+	}
+	if err := e.sender().CheckURL(ctx, req.URL); err != nil {
+		if errors.Is(err, webhook.ErrRefused) {
+			return protocol.Errorf(protocol.EInvalid, "The url is refused as a webhook target: %v. Targets are https:// addresses on the public internet; an operator admits others with asmp serve --webhook-allow.", err)
+		}
+		return protocol.Errorf(protocol.EInvalid, "The url cannot be checked: %v.", err)
+	}
+	return nil
+}
+
+// webhookView is the API's form of s, without its secret.
+func webhookView(s *store.Subscription) protocol.WebhookSubscription {
+	v := protocol.WebhookSubscription{ID: s.ID, URL: s.URL, Events: s.Events, WorkflowID: s.WorkflowID, States: s.States,
+		Status: "active", CreatedAt: s.CreatedAt.UTC(), Href: "/webhooks/" + s.ID, DeliveriesHref: "/webhooks/" + s.ID + "/deliveries"}
+	if v.Events == nil {
+		v.Events = []string{}
+	}
+	if s.Disabled {
+		v.Status, v.DisabledReason = "disabled", s.DisabledReason
+	}
+	return v
+}
+
+// Webhook returns the subscription id, without its secret.
+func (e *Engine) Webhook(ctx context.Context, id string) (protocol.WebhookSubscription, error) {
+	s, err := e.subscription(ctx, id)
+	if err != nil {
+		return protocol.WebhookSubscription{}, err
+	}
+	return webhookView(&s), nil
+}
+
+func (e *Engine) subscription(ctx context.Context, id string) (store.Subscription, error) {
+	s, err := e.store.GetSubscription(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Subscription{}, protocol.Errorf(protocol.ENotFound, "No webhook subscription %q: GET /webhooks lists them.", id)
+	}
+	if err != nil {
+		return store.Subscription{}, internal("could not read the subscription", err)
+	}
+	return s, nil
+}
+
+// Webhooks returns a page of subscriptions, by id, after the cursor.
+func (e *Engine) Webhooks(ctx context.Context, after string, limit int) (*protocol.WebhookList, error) {
+	page, err := e.store.ListSubscriptions(ctx, after, limit+1)
+	if err != nil {
+		return nil, internal("could not read the subscriptions", err)
+	}
+	out := &protocol.WebhookList{Webhooks: []protocol.WebhookSubscription{}}
+	if len(page) > limit {
+		page = page[:limit]
+		next := page[len(page)-1].ID
+		out.NextCursor = &next
+	}
+	for i := range page {
+		out.Webhooks = append(out.Webhooks, webhookView(&page[i]))
+	}
+	return out, nil
+}
+
+// DeleteWebhook removes a subscription and its deliveries: nothing more
+// is sent to it.
+func (e *Engine) DeleteWebhook(ctx context.Context, id string) error {
+	err := e.store.DeleteSubscription(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return protocol.Errorf(protocol.ENotFound, "No webhook subscription %q: GET /webhooks lists them.", id)
+	}
+	if err != nil {
+		return internal("could not delete the subscription", err)
+	}
+	if err := e.loadSubscriptions(ctx); err != nil {
+		return internal("could not reload the subscriptions", err)
+	}
+	return nil
+}
+
+// RotateWebhookSecret gives a subscription a new secret and keeps its old
+// ones signing for grace (0: DefaultSecretGrace), so the receiver can
+// switch in that time; messages carry a signature under each. The answer
+// holds the new secret, shown this once.
+func (e *Engine) RotateWebhookSecret(ctx context.Context, id string, grace time.Duration) (protocol.WebhookSubscription, error) {
+	if grace < 0 || grace > 30*24*time.Hour {
+		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.EInvalid, "The grace period must be between 0 and 720h, not %s.", grace)
+	}
+	if grace == 0 {
+		grace = DefaultSecretGrace
+	}
+	s, err := e.subscription(ctx, id)
+	if err != nil {
+		return protocol.WebhookSubscription{}, err
+	}
+	old, err := webhook.DecodeSecrets(s.Secrets)
+	if err != nil {
+		return protocol.WebhookSubscription{}, internal("the stored secrets do not decode", err)
+	}
+	now := e.now().UTC()
+	secrets, fresh, err := webhook.Rotate(old, now, grace)
+	if err != nil {
+		return protocol.WebhookSubscription{}, internal("could not make a secret", err)
+	}
+	if s.Secrets, err = webhook.EncodeSecrets(secrets); err != nil {
+		return protocol.WebhookSubscription{}, internal("could not encode the secrets", err)
+	}
+	s.UpdatedAt = now
+	if err := e.store.PutSubscription(ctx, s); err != nil {
+		return protocol.WebhookSubscription{}, internal("could not store the subscription", err)
+	}
+	out := webhookView(&s)
+	out.Secret = fresh.Encode()
+	return out, nil
+}
+
+// deliveryView is the API's form of d; with history, its message and
+// attempts too.
+func deliveryView(d *store.Delivery, history []store.DeliveryAttempt) protocol.WebhookDelivery {
+	v := protocol.WebhookDelivery{ID: d.ID, MessageID: d.MessageID, Type: d.Type, RunID: d.RunID, Status: d.Status, Attempts: d.Attempts,
+		LastError: d.LastError, CreatedAt: d.CreatedAt.UTC(), Href: "/webhooks/" + d.SubscriptionID + "/deliveries/" + d.ID}
+	if d.Status == store.DeliveryPending {
+		at := d.NextAt.UTC()
+		v.NextAttemptAt = &at
+	}
+	if history != nil {
+		v.Message = d.Body
+		v.History = make([]protocol.WebhookAttempt, len(history))
+		for i, a := range history {
+			v.History[i] = protocol.WebhookAttempt{N: a.N, At: a.At.UTC(), Class: a.Class, Status: a.Status,
+				DurationMS: float64(a.Duration.Microseconds()) / 1000, Answer: a.Answer, Error: a.Error}
+		}
+	}
+	return v
+}
+
+// WebhookDeliveries returns a page of a subscription's deliveries.
+func (e *Engine) WebhookDeliveries(ctx context.Context, id, after string, limit int) (*protocol.WebhookDeliveryList, error) {
+	if _, err := e.subscription(ctx, id); err != nil {
+		return nil, err
+	}
+	page, err := e.store.ListDeliveries(ctx, id, after, limit+1)
+	if err != nil {
+		return nil, internal("could not read the deliveries", err)
+	}
+	out := &protocol.WebhookDeliveryList{Deliveries: []protocol.WebhookDelivery{}}
+	if len(page) > limit {
+		page = page[:limit]
+		next := page[len(page)-1].ID
+		out.NextCursor = &next
+	}
+	for i := range page {
+		out.Deliveries = append(out.Deliveries, deliveryView(&page[i], nil))
+	}
+	return out, nil
+}
+
+// WebhookDelivery returns one delivery with its message and attempts.
+func (e *Engine) WebhookDelivery(ctx context.Context, id, did string) (protocol.WebhookDelivery, error) {
+	d, err := e.store.GetDelivery(ctx, id, did)
+	if errors.Is(err, store.ErrNotFound) {
+		return protocol.WebhookDelivery{}, protocol.Errorf(protocol.ENotFound, "No delivery %q of webhook subscription %q: GET /webhooks/%s/deliveries lists them.", did, id, id)
+	}
+	if err != nil {
+		return protocol.WebhookDelivery{}, internal("could not read the delivery", err)
+	}
+	hist, err := e.store.DeliveryAttempts(ctx, did)
+	if err != nil {
+		return protocol.WebhookDelivery{}, internal("could not read the attempts", err)
+	}
+	if hist == nil {
+		hist = []store.DeliveryAttempt{}
+	}
+	return deliveryView(&d, hist), nil
+}
+
+// Redeliver sends a delivery again, now, with its message id unchanged
+// (receivers that took it before deduplicate it). Redelivering to a
+// subscription that was disabled (its receiver answered 410 Gone) enables
+// it again: the operator says the receiver is back.
+func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.WebhookDelivery, error) {
+	s, err := e.subscription(ctx, id)
+	if err != nil {
+		return protocol.WebhookDelivery{}, err
+	}
+	err = e.store.Redeliver(ctx, id, did, e.now().UTC())
+	if err == nil && s.Disabled {
+		s.Disabled, s.DisabledReason, s.UpdatedAt = false, "", e.now().UTC()
+		if err = e.store.PutSubscription(ctx, s); err == nil {
+			err = e.loadSubscriptions(ctx)
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return protocol.WebhookDelivery{}, protocol.Errorf(protocol.ENotFound, "No delivery %q of webhook subscription %q: GET /webhooks/%s/deliveries lists them.", did, id, id)
+	}
+	if err != nil {
+		return protocol.WebhookDelivery{}, internal("could not schedule the delivery", err)
+	}
+	if l := e.deliveryLoop.Load(); l != nil {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return e.WebhookDelivery(ctx, id, did)
+}
+
+// deliveryLoopRef is where the engine keeps its delivery loop.
+type deliveryLoopRef = atomic.Pointer[DeliveryLoop]

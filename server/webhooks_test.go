@@ -1,0 +1,118 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/webhook"
+)
+
+func loopbackWebhooks(t *testing.T) *engine.Options {
+	t.Helper()
+	allow, err := webhook.ParseAllowList("127.0.0.1/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &engine.Options{Webhooks: webhook.NewSender(&webhook.Options{Policy: webhook.Policy{Allow: allow}})}
+}
+
+// The subscriptions API: admin scope, 201 with the secret shown once, never
+// again; lists, deliveries, redelivery, deletion; bad input is a 400 with a
+// hint.
+func TestWebhooksAPI(t *testing.T) {
+	tokens, err := auth.NewTokens([]string{"all=" + adminSecret, "runner=" + runnerSecret + ":read,runs"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, setup{opts: &server.Options{Authenticate: tokens.Authenticate}, eopts: loopbackWebhooks(t)})
+	admin := []string{"Authorization", "Bearer " + adminSecret}
+	runner := []string{"Authorization", "Bearer " + runnerSecret}
+	body := map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"run.created", "run.completed"}}
+	for _, p := range []struct{ method, path string }{{"POST", "/webhooks"}, {"GET", "/webhooks"}, {"GET", "/webhooks/x"}, {"DELETE", "/webhooks/x"}, {"GET", "/webhooks/x/deliveries"}} {
+		r := e.do(p.method, p.path, body, runner...)
+		if r.status != 403 || !strings.Contains(r.hint(t), `"admin"`) {
+			t.Errorf("%s %s without admin: %d %s", p.method, p.path, r.status, r.body)
+		}
+	}
+	r := e.do("POST", "/webhooks", body, admin...)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	sub := r.json(t)
+	id, _ := sub["id"].(string)
+	if secret, _ := sub["secret"].(string); !strings.HasPrefix(secret, "whsec_") || id == "" || r.header.Get("Location") != e.url+"/webhooks/"+id {
+		t.Fatalf("create answer: %s (Location %q)", r.body, r.header.Get("Location"))
+	}
+	for _, path := range []string{"/webhooks/" + id, "/webhooks"} {
+		r := e.do("GET", path, nil, admin...)
+		if r.status != 200 || strings.Contains(string(r.body), "whsec_") || !strings.Contains(string(r.body), id) {
+			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		}
+	}
+	e.startRun("config-wizard-v1")
+	r = e.do("GET", "/webhooks/"+id+"/deliveries", nil, admin...)
+	ds, _ := r.json(t)["deliveries"].([]any)
+	if r.status != 200 || len(ds) != 1 {
+		t.Fatalf("deliveries: %d %s", r.status, r.body)
+	}
+	did, _ := ds[0].(map[string]any)["id"].(string)
+	if r := e.do("GET", "/webhooks/"+id+"/deliveries/"+did, nil, admin...); r.status != 200 || !strings.Contains(string(r.body), `"message":{"type":"run.created"`) {
+		t.Fatalf("delivery: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/webhooks/"+id+"/deliveries/"+did+"/redeliver", nil, admin...); r.status != 202 {
+		t.Fatalf("redeliver: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/webhooks/"+id+"/rotate", map[string]any{"grace": "1h"}, admin...); r.status != 200 || !strings.Contains(string(r.body), "whsec_") {
+		t.Fatalf("rotate: %d %s", r.status, r.body)
+	}
+	for _, bad := range []struct {
+		method, path string
+		body         any
+		want         int
+	}{
+		{"POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/", "events": []string{"run.melted"}}, 400},
+		{"POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/"}, 400},
+		{"POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/", "events": "run.created"}, 400},
+		{"POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/", "events": []string{"run.created"}, "secret": "mine"}, 400},
+		{"POST", "/webhooks", map[string]any{"url": "http://10.0.0.1/", "events": []string{"run.created"}}, 400},
+		{"POST", "/webhooks", "[1,2]", 400},
+		{"GET", "/webhooks?cursor=bogus", nil, 400},
+		{"GET", "/webhooks?limit=0", nil, 400},
+		{"POST", "/webhooks/" + id + "/rotate", map[string]any{"grace": "forever"}, 400},
+		{"GET", "/webhooks/wh_nope", nil, 404},
+		{"GET", "/webhooks/wh_nope/deliveries", nil, 404},
+		{"GET", "/webhooks/" + id + "/deliveries/dlv_nope", nil, 404},
+		{"POST", "/webhooks/" + id + "/deliveries/dlv_nope/redeliver", nil, 404},
+	} {
+		r := e.do(bad.method, bad.path, bad.body, admin...)
+		if r.status != bad.want {
+			t.Errorf("%s %s %v: %d %s, want %d", bad.method, bad.path, bad.body, r.status, r.body, bad.want)
+			continue
+		}
+		r.hint(t)
+	}
+	if r := e.do("DELETE", "/webhooks/"+id, nil, admin...); r.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/webhooks/"+id, nil, admin...); r.status != 404 {
+		t.Fatalf("after delete: %d", r.status)
+	}
+}
+
+// Without --webhook-allow a loopback or private target is refused, with a
+// hint that names the flag.
+func TestWebhooksAPIRefusesPrivateTargets(t *testing.T) {
+	e := start(t, setup{})
+	for _, u := range []string{"http://127.0.0.1:9/hook", "https://127.0.0.1/hook", "https://localhost/hook", "https://169.254.169.254/", "https://[::1]/", "ftp://example.com/", "https://user:pw@example.com/"} {
+		r := e.do("POST", "/webhooks", map[string]any{"url": u, "events": []string{"run.created"}})
+		if r.status != 400 {
+			t.Errorf("%s: %d %s, want 400", u, r.status, r.body)
+			continue
+		}
+		r.hint(t)
+	}
+}
