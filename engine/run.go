@@ -17,6 +17,14 @@ type Run struct {
 	store.Run
 	Def  *workflow.Definition
 	Data map[string]any
+	// Timers are the run's pending timers, ordered by due time, when the
+	// engine knows them: a run from Lookup, ViewRun, StartRun or Submit
+	// (other reads leave it nil). Its frame names them in _links
+	// ("timer:ACTION", SPEC section 17).
+	Timers []store.Timer
+	// timersKnown says Timers was read or derived from the commit that
+	// made the run (a run in a state without timers knows it has none).
+	timersKnown bool
 }
 
 // StateDef returns the definition of the run's current state.
@@ -94,7 +102,9 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	}
 	e.timersStored(c.Timers)
 	e.published(def.ID, c.Event)
-	return &Run{Run: c.Run, Def: def, Data: data}, nil
+	r := &Run{Run: c.Run, Def: def, Data: data}
+	r.setTimersFrom(&c, nil)
+	return r, nil
 }
 
 // GetRun returns the run's current value. ENotFound for an unknown run.
