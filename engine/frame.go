@@ -216,8 +216,8 @@ func FormatDueAt(t time.Time) string {
 }
 
 // TimerLinkPrefix starts the _links key of a pending timer: "timer:" and
-// its action.
-const TimerLinkPrefix = "timer:"
+// its action (protocol.TimerLinkPrefix).
+const TimerLinkPrefix = protocol.TimerLinkPrefix
 
 // failureHint puts a task's failure reason in front of the state's hint: in
 // place of it when the run is failed, before it in the state the failure

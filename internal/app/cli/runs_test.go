@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +100,12 @@ func TestRunsDueBefore(t *testing.T) {
 		t.Errorf("--due-before %s:\n%s", at, out)
 	}
 	fails(t, hs.URL, "neither an RFC 3339 time", "runs", "--due-before", "soon")
+
+	// asmp show gives the time left to each pending timer, read from the
+	// frame's timer links.
+	due := run.CreatedAt.Add(10 * time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
+	out := ok(t, hs.URL, "show", run.ID)
+	if !regexp.MustCompile(`(?m)^Timer:  escalate in (9m5\ds|10m0s) \(at ` + regexp.QuoteMeta(due) + `\)$`).MatchString(out) {
+		t.Errorf("asmp show does not give the timer's time left (due %s):\n%s", due, out)
+	}
 }
