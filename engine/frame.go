@@ -82,8 +82,7 @@ func (p *Replay) Frame(ev *store.Event) (protocol.Frame, error) {
 
 // frameOf builds a frame. offered names the actions to show (recorded at
 // commit time), or is nil to compute them now; timers are the run's
-// pending timers, named in _links as "timer:ACTION" (those of another
-// state are left out).
+// pending timers (of its state), named in _links as "timer:ACTION".
 func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, names []string, timers []store.Timer, base string) protocol.Frame {
 	r := &Run{Run: store.Run{ID: runID, WorkflowID: def.ID, Snapshot: snap}, Def: def, Data: data}
 	st := r.StateDef()
@@ -163,9 +162,6 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 		})
 	}
 	for _, t := range timers {
-		if t.State != "" && t.State != snap.State {
-			continue
-		}
 		// The href of the transition the timer fires: the one its
 		// next_states entry has when the action is offered.
 		f.Links[TimerLinkPrefix+t.Action] = protocol.Link{
