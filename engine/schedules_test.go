@@ -395,3 +395,41 @@ func TestScheduleAPI(t *testing.T) {
 		}
 	})
 }
+
+// failOnceStore fails the first run creation, as a store that is briefly
+// down would.
+type failOnceStore struct {
+	engine.Store
+	failed *atomic.Bool
+}
+
+func (s failOnceStore) CreateRun(ctx context.Context, c store.Commit) error {
+	if s.failed.CompareAndSwap(false, true) {
+		return errors.New("disk unplugged")
+	}
+	return s.Store.CreateRun(ctx, c)
+}
+
+// A tick whose run the store failed to create is given back: the next
+// look starts it, under the same id.
+func TestScheduleStoreFailureGivesTheTickBack(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		fc := clock.NewFake(schedT0)
+		r := newSchedRig(t, failOnceStore{b.New(t).Open(t), new(atomic.Bool)}, fc, "*/5 * * * *")
+		fc.Advance(4*time.Minute + 30*time.Second) // 09:05
+		if n, err := r.eng.FireDueSchedules(context.Background(), fc.Now()); err == nil || n != 0 {
+			t.Fatalf("FireDueSchedules with the store failing = %d, %v; want the error", n, err)
+		}
+		if s, err := r.eng.GetSchedule(context.Background(), r.key()); err != nil || s.Ran {
+			t.Fatalf("schedule after the failed start = %+v, %v; want its tick given back", s, err)
+		}
+		fc.Advance(time.Second)
+		if n := r.fire(t); n != 1 {
+			t.Fatalf("%d runs on the next look, want 1", n)
+		}
+		tick := time.Date(2026, 5, 4, 9, 5, 0, 0, time.UTC)
+		if got := runIDsOf(r.runs(t)); !slices.Equal(got, []string{engine.ScheduleRunID(r.key(), tick)}) {
+			t.Fatalf("runs = %v, want the 09:05 run", got)
+		}
+	})
+}

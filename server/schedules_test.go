@@ -81,6 +81,8 @@ func TestSchedulesAPI(t *testing.T) {
 		{map[string]any{"workflow_id": "expense-approval-v1", "cron": "0 9 * * *", "timezone": "Europe/Atlantis"}, "timezone"},
 		{map[string]any{"workflow_id": "no-such-workflow", "cron": "0 9 * * *"}, "workflow_id"},
 		{map[string]any{"cron": "0 9 * * *"}, "workflow_id"},
+		{map[string]any{"workflow_id": 7, "cron": "0 9 * * *"}, "workflow_id"},
+		{map[string]any{"workflow_id": "expense-approval-v1", "cron": 9}, "cron"},
 		{map[string]any{"workflow_id": "expense-approval-v1", "cron": "0 9 * * *", "data": "x"}, "data"},
 		{map[string]any{"workflow_id": "expense-approval-v1", "cron": "0 9 * * *", "every": "day"}, "every"},
 	} {

@@ -214,9 +214,16 @@ func testScheduleFileSync(t *testing.T, s store.ScheduleStore) {
 	if got := scheduleIDs(t, s); !reflect.DeepEqual(got, []string{"api", "b1"}) {
 		t.Fatalf("schedules = %v, want [api b1]", got)
 	}
-	// An API schedule is not a file schedule.
-	if err := s.PutFileSchedules(ctx(), []string{"a"}, []store.Schedule{APISchedule("x", "a")}); err == nil {
+	// An API schedule is not a file schedule, and a file schedule must be
+	// of one of the workflows given; either refuses the whole call.
+	if err := s.PutFileSchedules(ctx(), []string{"a"}, []store.Schedule{fileSchedule("a4", "a"), APISchedule("x", "a")}); err == nil {
 		t.Fatal("PutFileSchedules took an API schedule")
+	}
+	if err := s.PutFileSchedules(ctx(), []string{"a"}, []store.Schedule{fileSchedule("a4", "a"), fileSchedule("c1", "c")}); err == nil {
+		t.Fatal("PutFileSchedules took a schedule of a workflow it was not given")
+	}
+	if got := scheduleIDs(t, s); !reflect.DeepEqual(got, []string{"api", "b1"}) {
+		t.Fatalf("schedules after refused calls = %v, want [api b1]", got)
 	}
 }
 

@@ -66,6 +66,8 @@ func TestSchedulesCommand(t *testing.T) {
 	fails(t, hs.URL, "Unknown workflow_id", "schedules", "add", "no-such-v1", "@daily")
 	fails(t, hs.URL, "lives in the schedules: list", "schedules", "rm", file)
 	fails(t, hs.URL, "Schedule not found", "schedules", "rm", "sched_nope")
+	fails(t, hs.URL, "--limit must be a positive", "schedules", "list", "--limit", "-1")
+	fails(t, hs.URL, "--data must be a JSON object", "schedules", "add", "expense-approval-v1", "@daily", "--data", "[1]")
 
 	mustContain(t, "asmp schedules rm", ok(t, hs.URL, "schedules", "rm", id), "Removed schedule "+id)
 	if out := ok(t, hs.URL, "schedules", "list"); strings.Contains(out, id) || !strings.Contains(out, file) {
