@@ -433,3 +433,33 @@ func TestScheduleStoreFailureGivesTheTickBack(t *testing.T) {
 		}
 	})
 }
+
+// A schedule created while the loop sleeps (for its poll, with nothing
+// stored) wakes it: its first tick starts its run on time.
+func TestScheduleCreatedWakesTheLoop(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		fc := clock.NewFake(schedT0)
+		r := newSchedRig(t, b.New(t).Open(t), fc, "")
+		loop := r.eng.StartSchedules(context.Background(), &engine.ScheduleOptions{Poll: time.Hour})
+		defer loop.Stop()
+		if err := fc.BlockUntil(context.Background(), 1); err != nil { // asleep for its poll
+			t.Fatal(err)
+		}
+		s, err := r.eng.CreateSchedule(context.Background(), engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "*/5 * * * *"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc.Advance(4*time.Minute + 30*time.Second) // 09:05, long before the poll ends
+		want := engine.ScheduleRunID(s.ID, time.Date(2026, 5, 4, 9, 5, 0, 0, time.UTC))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := r.eng.GetRun(context.Background(), want); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the new schedule's 09:05 run was not started: the loop slept on")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
