@@ -209,6 +209,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	d.eng.Store(eng)
+	// The served files' schedules are stored (those the files dropped
+	// are deleted) before Run starts the loop that starts their runs.
+	if err := eng.SyncFileSchedules(ctx); err != nil {
+		return nil, fmt.Errorf("storing the workflows' schedules: %w", err)
+	}
 	d.srv = server.New(eng, d.serverOptions())
 	d.hs = &http.Server{
 		Handler:           d.srv,
@@ -372,6 +377,10 @@ func (d *Server) Run(ctx context.Context) error {
 	// was down fire at once.
 	timers := eng.StartTimers(&engine.TimerOptions{Lease: d.cfg.TaskLease})
 	defer timers.Stop()
+	// Schedules too: a tick missed while the server was down starts its
+	// one catch-up run at once.
+	schedules := eng.StartSchedules(bg, nil)
+	defer schedules.Stop()
 	if keep := d.cfg.Retention; keep > 0 {
 		every := min(max(keep/4, time.Second), 10*time.Minute)
 		go eng.KeepRuns(bg, keep, every, func(n int, err error) {
@@ -408,6 +417,7 @@ func (d *Server) Run(ctx context.Context) error {
 	if err := d.hs.Shutdown(sctx); err != nil {
 		d.log.Warn("requests still running at the deadline were cut off", "err", err)
 	}
+	schedules.Stop()
 	timers.Stop()
 	workers.Stop(grace)
 	eng.Hub().CloseAll()

@@ -102,7 +102,7 @@ type Options struct {
 const DefaultMaxRunData = 1 << 20
 
 // Store is what the engine needs of a store, declared here: the runs with
-// their events and timers, the background tasks and the stored workflow definitions
+// their events and timers, the background tasks, the stored workflow definitions and the schedules
 // (store.Store, less the ledger and Close, which belong to whoever opened
 // the store). A store may also offer store.Notifier (commits of other
 // processes) and store.Pinger (Ping).
@@ -111,6 +111,7 @@ type Store interface {
 	store.TaskStore
 	store.TimerStore
 	store.DefinitionStore
+	store.ScheduleStore
 }
 
 // Engine runs workflows. It is safe for concurrent use.
@@ -140,6 +141,8 @@ type Engine struct {
 	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
 	timerMu     sync.Mutex
 	timerLoop   *TimerLoop // told of stored timers (StartTimers)
+	schedMu     sync.Mutex
+	schedLoops  []*ScheduleLoop // woken when a schedule is stored (StartSchedules)
 	vers        versions
 }
 

@@ -55,6 +55,11 @@ func ETag(version int64) string {
 // StartOptions qualify StartRun.
 type StartOptions struct {
 	Actor string
+	// ID, when set, is the new run's id instead of a new UUIDv7 (a
+	// schedule's run of one tick has an id derived from the tick). A run
+	// with that id stored already is refused with EConflict, and nothing
+	// is written.
+	ID string
 }
 
 // StartRun creates a run of workflowID ("" = the default workflow) with
@@ -85,7 +90,11 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	if err := e.checkRunSize(store.Snapshot{}, snap); err != nil {
 		return nil, err
 	}
-	run := store.Run{ID: e.newID(), WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now, WorkflowVersion: def.Version()}
+	id := o.ID
+	if id == "" {
+		id = e.newID()
+	}
+	run := store.Run{ID: id, WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now, WorkflowVersion: def.Version()}
 	c := store.Commit{
 		Run:   run,
 		Event: store.Event{RunID: run.ID, Seq: 1, Time: now, Kind: store.EventCreated, To: def.InitialState, Actor: actorOr(o.Actor), WorkflowVersion: def.Version(), Snapshot: snap},
@@ -98,6 +107,9 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	c.Event.Offered = actionNames(e.Offered(&Run{Run: c.Run, Def: def, Data: data}))
 	enterTimers(&c, nil, initial, data, now)
 	if err := e.store.CreateRun(ctx, c); err != nil {
+		if o.ID != "" && errors.Is(err, store.ErrExists) {
+			return nil, protocol.Errorf(protocol.EConflict, "A run with id %q exists already.", o.ID)
+		}
 		return nil, internal("could not store the new run", err)
 	}
 	e.timersStored(c.Timers)

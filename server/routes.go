@@ -99,6 +99,7 @@ func (s *Server) routes() {
 			return nil
 		}},
 		httpx.Route{Method: http.MethodGet, Path: "/readyz", Handle: s.readyz})
+	rs = append(rs, s.scheduleRoutes()...)
 	rs = append(rs, s.consoleRoutes()...)
 	if s.metrics != nil {
 		mh := s.metrics.handler()
