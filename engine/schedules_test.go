@@ -208,10 +208,10 @@ func TestScheduleRestartNoSecondRun(t *testing.T) {
 	})
 }
 
-// countingStore counts the runs the engine tries to create, and can let
+// createCountingStore counts the runs the engine tries to create, and can let
 // every caller past the compare-and-set of a schedule's tick (a store
 // whose compare-and-set did not hold).
-type countingStore struct {
+type createCountingStore struct {
 	engine.Store
 	creates    *atomic.Int32
 	advanceAll bool
@@ -221,12 +221,12 @@ type countingStore struct {
 	meet *sync.WaitGroup
 }
 
-func (s countingStore) CreateRun(ctx context.Context, c store.Commit) error {
+func (s createCountingStore) CreateRun(ctx context.Context, c store.Commit) error {
 	s.creates.Add(1)
 	return s.Store.CreateRun(ctx, c)
 }
 
-func (s countingStore) AdvanceSchedule(ctx context.Context, id string, from, to time.Time) (bool, error) {
+func (s createCountingStore) AdvanceSchedule(ctx context.Context, id string, from, to time.Time) (bool, error) {
 	s.meet.Done()
 	s.meet.Wait()
 	ok, err := s.Store.AdvanceSchedule(ctx, id, from, to)
@@ -243,8 +243,8 @@ func twoReplicas(t *testing.T, a, b engine.Store, advanceAll bool) (runs []store
 	fc := clock.NewFake(schedT0)
 	var n atomic.Int32
 	var meet sync.WaitGroup
-	r1 := newSchedRig(t, countingStore{a, &n, advanceAll, &meet}, fc, "*/5 * * * *")
-	r2 := newSchedRig(t, countingStore{b, &n, advanceAll, &meet}, fc, "*/5 * * * *")
+	r1 := newSchedRig(t, createCountingStore{a, &n, advanceAll, &meet}, fc, "*/5 * * * *")
+	r2 := newSchedRig(t, createCountingStore{b, &n, advanceAll, &meet}, fc, "*/5 * * * *")
 	fc.Advance(4*time.Minute + 30*time.Second)
 	for range 5 {
 		n.Store(0)
