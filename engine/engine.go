@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,8 +143,14 @@ type Engine struct {
 	timerMu     sync.Mutex
 	timerLoop   *TimerLoop // told of stored timers (StartTimers)
 	schedMu     sync.Mutex
-	schedLoops  []*ScheduleLoop // woken when a schedule is stored (StartSchedules)
-	vers        versions
+	// schedSeen holds, per schedule id, the last tick whose run this
+	// engine knows to exist (recoverTick).
+	schedSeen sync.Map
+	// prunedBefore is the latest bound Prune was called with (Unix
+	// nanoseconds): a scheduled run of a tick after it was not pruned here.
+	prunedBefore atomic.Int64
+	schedLoops   []*ScheduleLoop // woken when a schedule is stored (StartSchedules)
+	vers         versions
 }
 
 func (e *Engine) setWake(f func()) {

@@ -39,8 +39,11 @@ import (
 //
 // Should the store fail to create the run after the compare-and-set was
 // won, the last tick is set back, so the next look tries again (with the
-// same run id). A process killed between the two writes loses that one
-// tick's run: the schedule goes on from the next tick.
+// same run id). Should the process be killed between the two writes, the
+// next look of any process (this one after its restart, or another
+// replica) finds the last tick's run missing and starts it, under the
+// same id (recoverTick): each process checks each schedule's last tick
+// once, a read of one run.
 
 // ActorSchedule is the actor of runs started by schedules.
 const ActorSchedule = "schedule"
@@ -352,6 +355,9 @@ func (e *Engine) fireSchedules(ctx context.Context, now time.Time, page int) (st
 				e.log.Warn("a stored schedule does not parse; it starts no runs", "schedule", s.ID, "err", err)
 				continue
 			}
+			if err := e.recoverTick(ctx, s); err != nil {
+				keep(err)
+			}
 			n, err := e.fireSchedule(ctx, s, ws, now)
 			if err != nil {
 				keep(err)
@@ -385,6 +391,49 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
+// recoverTick makes sure the run of s's last tick exists: the process
+// that won that tick's compare-and-set may have died before it started
+// the run. It reads the run once per schedule and tick (then remembers
+// it), and starts it, under the tick's run id, when it is missing and
+// cannot have been pruned (the tick is after every Prune bound this engine
+// used). Another process starting it at the same moment is refused as a
+// run that exists: one run either way.
+func (e *Engine) recoverTick(ctx context.Context, s store.Schedule) error {
+	if s.LastTick.IsZero() || !s.LastTick.After(s.CreatedAt) {
+		return nil // no tick has started a run yet
+	}
+	if seen, ok := e.schedSeen.Load(s.ID); ok && seen.(time.Time).Equal(s.LastTick) {
+		return nil
+	}
+	if pb := e.prunedBefore.Load(); pb != 0 && !s.LastTick.After(time.Unix(0, pb)) {
+		e.schedSeen.Store(s.ID, s.LastTick)
+		return nil
+	}
+	id := ScheduleRunID(s.ID, s.LastTick)
+	_, err := e.storedRun(ctx, id)
+	switch {
+	case err == nil:
+		e.schedSeen.Store(s.ID, s.LastTick)
+		return nil
+	case protocol.ErrorCode(err) != protocol.ENotFound:
+		return err
+	}
+	data, err := decodeData(s.Data)
+	if err != nil {
+		e.schedSeen.Store(s.ID, s.LastTick)
+		return nil
+	}
+	_, err = e.StartRun(context.WithoutCancel(ctx), s.WorkflowID, data, StartOptions{Actor: ActorSchedule, ID: id})
+	switch {
+	case err == nil:
+		e.log.Warn("started a scheduled run its process did not start (it stopped between its tick and the run)", "schedule", s.ID, "tick", s.LastTick, "run", id)
+	case protocol.ErrorCode(err) == protocol.EInternal:
+		return err
+	}
+	e.schedSeen.Store(s.ID, s.LastTick)
+	return nil
+}
+
 // fireSchedule starts s's run of its latest tick due at now, if one is
 // due and this process wins the compare-and-set on its last tick.
 func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, ws *workflow.Schedule, now time.Time) (bool, error) {
@@ -409,6 +458,7 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, ws *workflo
 	// stopping now would otherwise lose it.
 	_, err = e.StartRun(context.WithoutCancel(ctx), s.WorkflowID, data, StartOptions{Actor: ActorSchedule, ID: ScheduleRunID(s.ID, tick)})
 	if err == nil {
+		e.schedSeen.Store(s.ID, tick)
 		return true, nil
 	}
 	switch protocol.ErrorCode(err) {

@@ -463,3 +463,37 @@ func TestScheduleCreatedWakesTheLoop(t *testing.T) {
 		}
 	})
 }
+
+// A process that won a tick's compare-and-set and died before it started
+// the run: the next look (after the restart, or of another replica)
+// starts that run, once, under the tick's id; later looks read nothing
+// more and start nothing more.
+func TestScheduleTickOfADeadProcessIsStarted(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		place := b.New(t)
+		fc := clock.NewFake(schedT0)
+		st := place.Open(t)
+		r := newSchedRig(t, st, fc, "*/5 * * * *")
+		fc.Advance(4*time.Minute + 30*time.Second) // 09:05 is due
+		s, err := st.GetSchedule(context.Background(), r.key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tick := time.Date(schedT0.Year(), schedT0.Month(), schedT0.Day(), 9, 5, 0, 0, time.UTC)
+		if won, err := st.AdvanceSchedule(context.Background(), s.ID, s.LastTick, tick); err != nil || !won {
+			t.Fatalf("advance: %v %v", won, err) // the dead process's write
+		}
+		if b.Durable {
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = place.Open(t)
+		}
+		r2 := newSchedRig(t, st, fc, "*/5 * * * *")
+		r2.fire(t)
+		r2.fire(t)
+		if got, want := runIDsOf(r2.runs(t)), []string{engine.ScheduleRunID(r.key(), tick)}; !slices.Equal(got, want) {
+			t.Fatalf("runs = %v, want the dead process's tick started once: %v", got, want)
+		}
+	})
+}
