@@ -228,6 +228,11 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	d.eng.Store(eng)
+	// The served files' schedules are stored (those the files dropped
+	// are deleted) before Run starts the loop that starts their runs.
+	if err := eng.SyncFileSchedules(ctx); err != nil {
+		return nil, fmt.Errorf("storing the workflows' schedules: %w", err)
+	}
 	d.srv = server.New(eng, d.serverOptions())
 	d.hs = &http.Server{
 		Handler:           d.srv,
@@ -396,6 +401,10 @@ func (d *Server) Run(ctx context.Context) error {
 	deliveries := eng.StartDeliveries(&engine.DeliveryOptions{Lease: max(d.cfg.TaskLease, 2*webhook.DefaultTimeout), Retry: d.cfg.WebhookRetry})
 	defer deliveries.Stop()
 	defer d.webhooks.Close()
+	// Schedules too: a tick missed while the server was down starts its
+	// one catch-up run at once.
+	schedules := eng.StartSchedules(bg, nil)
+	defer schedules.Stop()
 	if keep := d.cfg.Retention; keep > 0 {
 		every := min(max(keep/4, time.Second), 10*time.Minute)
 		go eng.KeepRuns(bg, keep, every, func(n int, err error) {
@@ -432,6 +441,7 @@ func (d *Server) Run(ctx context.Context) error {
 	if err := d.hs.Shutdown(sctx); err != nil {
 		d.log.Warn("requests still running at the deadline were cut off", "err", err)
 	}
+	schedules.Stop()
 	timers.Stop()
 	deliveries.Stop()
 	workers.Stop(grace)

@@ -34,15 +34,18 @@ type ListRunsOptions struct {
 	State        string
 	Status       string
 	UpdatedAfter string // RFC 3339
-	Limit        int    // 0: the server's default
-	Cursor       string // the previous page's NextCursor
+	// DueBefore keeps only runs with a pending timer due before it (RFC
+	// 3339; due_before).
+	DueBefore string
+	Limit     int    // 0: the server's default
+	Cursor    string // the previous page's NextCursor
 }
 
 // ListRuns returns one page of the server's runs: GET /runs.
 func (c *Client) ListRuns(ctx context.Context, opts *ListRunsOptions) (*RunPage, error) {
 	q := url.Values{}
 	if o := opts; o != nil {
-		for k, v := range map[string]string{"workflow_id": o.WorkflowID, "state": o.State, "status": o.Status, "updated_after": o.UpdatedAfter, "cursor": o.Cursor} {
+		for k, v := range map[string]string{"workflow_id": o.WorkflowID, "state": o.State, "status": o.Status, "updated_after": o.UpdatedAfter, "due_before": o.DueBefore, "cursor": o.Cursor} {
 			if v != "" {
 				q.Set(k, v)
 			}

@@ -107,7 +107,7 @@ type Options struct {
 const DefaultMaxRunData = 1 << 20
 
 // Store is what the engine needs of a store, declared here: the runs with
-// their events and timers, the background tasks and the stored workflow definitions
+// their events and timers, the background tasks, the stored workflow definitions and the schedules
 // (store.Store, less the ledger and Close, which belong to whoever opened
 // the store). A store may also offer store.Notifier (commits of other
 // processes) and store.Pinger (Ping).
@@ -116,6 +116,7 @@ type Store interface {
 	store.TaskStore
 	store.TimerStore
 	store.DefinitionStore
+	store.ScheduleStore
 	store.WebhookStore
 }
 
@@ -139,13 +140,21 @@ type Engine struct {
 	hub     *Hub
 	obs     observers
 	// workflowIDs are the served workflows: workers claim only their tasks.
-	workflowIDs  []string
-	seen         seenSeqs
-	wakeMu       sync.Mutex
-	wake         func()                     // wakes a task worker when a task is enqueued
-	pure         map[string]map[string]bool // workflow -> state -> frames a function of the stored run
-	timerMu      sync.Mutex
-	timerLoop    *TimerLoop // told of stored timers (StartTimers)
+	workflowIDs []string
+	seen        seenSeqs
+	wakeMu      sync.Mutex
+	wake        func()                     // wakes a task worker when a task is enqueued
+	pure        map[string]map[string]bool // workflow -> state -> frames a function of the stored run
+	timerMu     sync.Mutex
+	timerLoop   *TimerLoop // told of stored timers (StartTimers)
+	schedMu     sync.Mutex
+	// schedSeen holds, per schedule id, the last tick whose run this
+	// engine knows to exist (recoverTick).
+	schedSeen sync.Map
+	// prunedBefore is the latest bound Prune was called with (Unix
+	// nanoseconds): a scheduled run of a tick after it was not pruned here.
+	prunedBefore atomic.Int64
+	schedLoops   []*ScheduleLoop // woken when a schedule is stored (StartSchedules)
 	vers         versions
 	webhooks     *webhook.Sender
 	subs         atomic.Pointer[subscriptions] // the active webhook subscriptions

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	neturl "net/url"
 	"strings"
+	"time"
 
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
@@ -15,7 +16,7 @@ import (
 // Frame builds the State Frame of r. base is the API base URL the client
 // used (no trailing slash); every href in the frame is absolute under it.
 func (e *Engine) Frame(r *Run, base string) protocol.Frame {
-	return e.frameOf(r.Def, r.ID, r.Snapshot, r.Data, nil, base)
+	return e.frameOf(r.Def, r.ID, r.Snapshot, r.Data, nil, r.Timers, base)
 }
 
 // EventFrame builds the frame a run showed right after event ev, which
@@ -29,7 +30,7 @@ func (e *Engine) EventFrame(def *workflow.Definition, ev *store.Event, base stri
 	if err != nil {
 		return protocol.Frame{}, internal("stored event data is not a JSON object", err)
 	}
-	return e.frameOf(def, ev.RunID, ev.Snapshot, data, ev.Offered, base), nil
+	return e.frameOf(def, ev.RunID, ev.Snapshot, data, ev.Offered, eventTimers(def, ev, data), base), nil
 }
 
 // Replay builds the frames of a run's events, read in seq order from
@@ -76,12 +77,13 @@ func (p *Replay) Frame(ev *store.Event) (protocol.Frame, error) {
 		p.data = data
 	}
 	p.seq = ev.Seq
-	return p.e.frameOf(p.def, ev.RunID, ev.Snapshot, p.data, ev.Offered, p.base), nil
+	return p.e.frameOf(p.def, ev.RunID, ev.Snapshot, p.data, ev.Offered, eventTimers(p.def, ev, p.data), p.base), nil
 }
 
 // frameOf builds a frame. offered names the actions to show (recorded at
-// commit time), or is nil to compute them now.
-func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, names []string, base string) protocol.Frame {
+// commit time), or is nil to compute them now; timers are the run's
+// pending timers (of its state), named in _links as "timer:ACTION".
+func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snapshot, data map[string]any, names []string, timers []store.Timer, base string) protocol.Frame {
 	r := &Run{Run: store.Run{ID: runID, WorkflowID: def.ID, Snapshot: snap}, Def: def, Data: data}
 	st := r.StateDef()
 	var offered []*workflow.Transition
@@ -101,6 +103,9 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	version := def.Version()
 	size := 4*runLen + len("/stream/cli/events") + len(base) + len("/workflows//versions/") + len(def.ID) + len(version)
 	for _, t := range offered {
+		size += runLen + len("/transitions/") + len(t.Action)*3
+	}
+	for _, t := range timers {
 		size += runLen + len("/transitions/") + len(t.Action)*3
 	}
 	var sb strings.Builder
@@ -156,6 +161,15 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 			IsCritical: t.IsCritical,
 		})
 	}
+	for _, t := range timers {
+		// The href of the transition the timer fires: the one its
+		// next_states entry has when the action is offered.
+		f.Links[TimerLinkPrefix+t.Action] = protocol.Link{
+			Href:   url("/transitions/", neturl.PathEscape(t.Action)),
+			Method: "POST",
+			DueAt:  FormatDueAt(t.DueAt),
+		}
+	}
 	if st == nil {
 		return f
 	}
@@ -189,6 +203,17 @@ func (e *Engine) frameOf(def *workflow.Definition, runID string, snap store.Snap
 	}
 	return f
 }
+
+// FormatDueAt writes a timer's due time as its frame link shows it: RFC
+// 3339 in UTC, to the microsecond (what every store keeps), trailing
+// zeros of the fraction left out ("2026-12-03T10:30:00Z").
+func FormatDueAt(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}
+
+// TimerLinkPrefix starts the _links key of a pending timer: "timer:" and
+// its action (protocol.TimerLinkPrefix).
+const TimerLinkPrefix = protocol.TimerLinkPrefix
 
 // failureHint puts a task's failure reason in front of the state's hint: in
 // place of it when the run is failed, before it in the state the failure

@@ -20,7 +20,7 @@ func (e *Engine) Lookup(ctx context.Context, runID, scope string) (*Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	return e.view(ctx, sr)
+	return e.viewWithTimers(ctx, sr)
 }
 
 // LookupStored is Lookup without decoding the run: the run as stored, its

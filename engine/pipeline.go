@@ -130,6 +130,7 @@ func (e *Engine) transition(ctx context.Context, runID, action string, input map
 				return nil, err
 			}
 		}
+		next.setTimersFrom(c, r)
 		pend := e.store.CommitRun(ctx, r.Version, *c)
 		p := &pendingCommit{next: next, done: make(chan struct{})}
 		e.setPending(runID, p)

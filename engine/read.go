@@ -7,10 +7,23 @@ import (
 )
 
 // ViewRun returns the engine's view of a run read with LookupStored: its
-// pinned definition and decoded data. ENotFound when its workflow is
-// neither served nor stored at its version.
+// pinned definition, decoded data and pending timers (read only when its
+// state declares timers). ENotFound when its workflow is neither served
+// nor stored at its version.
 func (e *Engine) ViewRun(ctx context.Context, sr store.Run) (*Run, error) {
-	return e.view(ctx, sr)
+	return e.viewWithTimers(ctx, sr)
+}
+
+// viewWithTimers is view plus the run's pending timers (RunTimers).
+func (e *Engine) viewWithTimers(ctx context.Context, sr store.Run) (*Run, error) {
+	r, err := e.view(ctx, sr)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.loadTimers(ctx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // PureState reports whether the State Frame and the CLI object of a run of

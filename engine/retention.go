@@ -19,6 +19,12 @@ const prunePage = 500
 // engine does not serve (it cannot tell whether they ended). A run that
 // changes while Prune looks at it stays. The OIP ledger is never touched.
 func (e *Engine) Prune(ctx context.Context, before time.Time) (int, error) {
+	for b := before.UnixNano(); ; {
+		cur := e.prunedBefore.Load()
+		if cur >= b || e.prunedBefore.CompareAndSwap(cur, b) {
+			break
+		}
+	}
 	n := 0
 	cur := store.RunCursor{}
 	for {

@@ -17,6 +17,14 @@ type Run struct {
 	store.Run
 	Def  *workflow.Definition
 	Data map[string]any
+	// Timers are the run's pending timers, ordered by due time, when the
+	// engine knows them: a run from Lookup, ViewRun, StartRun or Submit
+	// (other reads leave it nil). Its frame names them in _links
+	// ("timer:ACTION", SPEC section 17).
+	Timers []store.Timer
+	// timersKnown says Timers was read or derived from the commit that
+	// made the run (a run in a state without timers knows it has none).
+	timersKnown bool
 }
 
 // StateDef returns the definition of the run's current state.
@@ -47,6 +55,11 @@ func ETag(version int64) string {
 // StartOptions qualify StartRun.
 type StartOptions struct {
 	Actor string
+	// ID, when set, is the new run's id instead of a new UUIDv7 (a
+	// schedule's run of one tick has an id derived from the tick). A run
+	// with that id stored already is refused with EConflict, and nothing
+	// is written.
+	ID string
 }
 
 // StartRun creates a run of workflowID ("" = the default workflow) with
@@ -77,7 +90,11 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	if err := e.checkRunSize(store.Snapshot{}, snap); err != nil {
 		return nil, err
 	}
-	run := store.Run{ID: e.newID(), WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now, WorkflowVersion: def.Version()}
+	id := o.ID
+	if id == "" {
+		id = e.newID()
+	}
+	run := store.Run{ID: id, WorkflowID: def.ID, Snapshot: snap, Version: 1, CreatedAt: now, UpdatedAt: now, WorkflowVersion: def.Version()}
 	c := store.Commit{
 		Run:   run,
 		Event: store.Event{RunID: run.ID, Seq: 1, Time: now, Kind: store.EventCreated, To: def.InitialState, Actor: actorOr(o.Actor), WorkflowVersion: def.Version(), Snapshot: snap},
@@ -91,12 +108,17 @@ func (e *Engine) StartRun(ctx context.Context, workflowID string, data map[strin
 	enterTimers(&c, nil, initial, data, now)
 	e.outbox(def, "", &c)
 	if err := e.store.CreateRun(ctx, c); err != nil {
+		if o.ID != "" && errors.Is(err, store.ErrExists) {
+			return nil, protocol.Errorf(protocol.EConflict, "A run with id %q exists already.", o.ID)
+		}
 		return nil, internal("could not store the new run", err)
 	}
 	e.timersStored(c.Timers)
 	e.outboxStored(&c)
 	e.published(def.ID, c.Event)
-	return &Run{Run: c.Run, Def: def, Data: data}, nil
+	r := &Run{Run: c.Run, Def: def, Data: data}
+	r.setTimersFrom(&c, nil)
+	return r, nil
 }
 
 // GetRun returns the run's current value. ENotFound for an unknown run.

@@ -69,8 +69,19 @@ func (e *Engine) Submit(ctx context.Context, req TransitionRequest) (*Run, error
 			return nil, err
 		}
 	}
-	return e.transition(ctx, req.RunID, req.Action, input, TransitionOptions{
+	next, err := e.transition(ctx, req.RunID, req.Action, input, TransitionOptions{
 		IfMatch: ifMatch, Actor: req.Actor, Workflow: req.Scope, weakIfMatch: weak})
+	if err != nil || next.timersKnown {
+		return next, err
+	}
+	// The commit kept the timers of a run read without them: read them
+	// (only in a state with timers), on a copy, since next may be shared
+	// with a transition queued after it.
+	own := *next
+	if err := e.loadTimers(ctx, &own); err != nil {
+		return nil, err
+	}
+	return &own, nil
 }
 
 // ParseIfMatch reads an If-Match header: "" and * mean any version (0);

@@ -90,6 +90,68 @@ func (e *Engine) RunTimers(ctx context.Context, r *Run) ([]store.Timer, error) {
 	return slices.DeleteFunc(ts, func(t store.Timer) bool { return t.State != r.State }), nil
 }
 
+// loadTimers sets r.Timers to the run's pending timers unless r knows
+// them already; it reads the store only when r's state declares timers.
+func (e *Engine) loadTimers(ctx context.Context, r *Run) error {
+	if r.timersKnown {
+		return nil
+	}
+	ts, err := e.RunTimers(ctx, r)
+	if err != nil {
+		return err
+	}
+	r.Timers, r.timersKnown = ts, true
+	return nil
+}
+
+// setTimersFrom sets r.Timers to the pending timers after commit c, which
+// made r from prev (nil for a created run): the commit's own when it
+// replaces them, else prev's less those it removed, when prev knew them.
+func (r *Run) setTimersFrom(c *store.Commit, prev *Run) {
+	switch {
+	case c.ReplaceTimers || prev == nil:
+		ts := make([]store.Timer, len(c.Timers))
+		for i, t := range c.Timers {
+			t.RunID, t.WorkflowID, t.State, t.Version = c.Run.ID, c.Run.WorkflowID, c.Run.State, c.Run.Version
+			t.ID = store.TimerID(t.RunID, t.Version, t.Action)
+			ts[i] = t
+		}
+		store.SortTimers(ts)
+		r.Timers, r.timersKnown = ts, true
+	case prev.timersKnown:
+		ts := slices.DeleteFunc(slices.Clone(prev.Timers), func(t store.Timer) bool {
+			return slices.Contains(c.DoneTimers, t.ID)
+		})
+		if c.Run.Snapshot.Status == protocol.StatusFailed {
+			ts = nil
+		}
+		r.Timers, r.timersKnown = ts, true
+	default:
+		r.Timers, r.timersKnown = nil, false
+	}
+}
+
+// eventTimers returns the timers pending right after ev, a commit of a run
+// of def, as far as the event tells them: an event that enters its state
+// (a run created, a transition, a migration) stored that state's timers,
+// due from the event's time, which are computed again here, with no read.
+// Other events (a task retry, a refused timer) kept timers the event does
+// not name: none are returned for them.
+func eventTimers(def *workflow.Definition, ev *store.Event, data map[string]any) []store.Timer {
+	switch ev.Kind {
+	case store.EventCreated, store.EventTransition, store.EventMigrated:
+	default:
+		return nil
+	}
+	st, ok := def.State(ev.Snapshot.State)
+	if !ok || len(st.Timers) == 0 || ev.Snapshot.Status == protocol.StatusFailed {
+		return nil
+	}
+	ts, _ := stateTimers(st, data, ev.Time)
+	store.SortTimers(ts)
+	return ts
+}
+
 // TimerOptions configure the timer loop (StartTimers).
 type TimerOptions struct {
 	// Owner names this process in timer leases (default: a random id).

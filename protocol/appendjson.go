@@ -134,6 +134,13 @@ func (f *Frame) appendFields(b []byte) ([]byte, error) {
 					b = append(b, ',')
 				}
 				b = appendKV(b, `"version":`, l.Version)
+				sep = true
+			}
+			if l.DueAt != "" {
+				if sep {
+					b = append(b, ',')
+				}
+				b = appendKV(b, `"due_at":`, l.DueAt)
 			}
 			b = append(b, '}')
 		}

@@ -137,7 +137,11 @@ func randFrame(r *rand.Rand) Frame {
 	if r.IntN(3) != 0 {
 		f.Links = map[string]Link{}
 		for range r.IntN(4) {
-			f.Links[randString(r)] = Link{Href: randString(r), Method: randString(r), Version: randString(r)}
+			l := Link{Href: randString(r), Method: randString(r), Version: randString(r), DueAt: randString(r)}
+			if r.IntN(2) == 0 {
+				l.Version = "" // a timer link: href, method and due_at
+			}
+			f.Links[randString(r)] = l
 		}
 	}
 	return f

@@ -81,6 +81,10 @@ type Link struct {
 	// Version is set on the workflow_version link: the version
 	// ("sha256:…") of the definition the run is pinned to.
 	Version string `json:"version,omitempty"`
+	// DueAt is set on a "timer:ACTION" link, which names a pending timer
+	// of the run's state: when it fires ACTION (RFC 3339, UTC). The link's
+	// href is that transition's.
+	DueAt string `json:"due_at,omitempty"`
 }
 
 // Action returns the offered next state named action, if any.

@@ -55,7 +55,7 @@ func bearer(secret string) []string { return []string{"Authorization", "Bearer "
 // scopeCase is one route of the edge and a request it serves.
 type scopeCase struct {
 	pattern      string // as the edge registers it
-	method, path string // RUN is a fresh run's id, INV a ledger receipt
+	method, path string // RUN is a fresh run's id, INV a ledger receipt, SCHED a fresh schedule's id
 	body         any
 	scope        string // the scope the route needs
 	header       []string
@@ -117,6 +117,10 @@ func scopeCases() []scopeCase {
 		scopeCase{pattern: "GET /api/ledger/key", method: "GET", path: "/api/ledger/key", scope: auth.ScopeRead},
 		scopeCase{pattern: "GET /api/ledger/proof", method: "GET", path: "/api/ledger/proof?inv_ID=INV", scope: auth.ScopeRead},
 		scopeCase{pattern: "GET /api/ledger/consistency", method: "GET", path: "/api/ledger/consistency?from=1", scope: auth.ScopeRead},
+		scopeCase{pattern: "POST /schedules", method: "POST", path: "/schedules", scope: auth.ScopeAdmin, body: map[string]any{"workflow_id": wf, "cron": "0 9 * * *"}},
+		scopeCase{pattern: "GET /schedules", method: "GET", path: "/schedules", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "GET /schedules/{schedule_id}", method: "GET", path: "/schedules/SCHED", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "DELETE /schedules/{schedule_id}", method: "DELETE", path: "/schedules/SCHED", scope: auth.ScopeAdmin},
 	)
 }
 
@@ -174,7 +178,12 @@ func TestEveryRouteChecksItsScope(t *testing.T) {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			run := e.do("POST", "/runs", map[string]any{"workflow_id": "expense-approval-v1"}, bearer(adminSecret)...)
 			id, _ := run.json(t)["run_id"].(string)
-			path := strings.NewReplacer("RUN", id, "INV", inv).Replace(c.path)
+			var sched string
+			if strings.Contains(c.path, "SCHED") {
+				sr := e.do("POST", "/schedules", map[string]any{"workflow_id": "expense-approval-v1", "cron": "@daily"}, bearer(adminSecret)...)
+				sched, _ = sr.json(t)["schedule_id"].(string)
+			}
+			path := strings.NewReplacer("RUN", id, "INV", inv, "SCHED", sched).Replace(c.path)
 			header := slices.Clone(c.header)
 			for i := range header {
 				header[i] = strings.ReplaceAll(header[i], "RUN", id)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/protocol"
@@ -50,6 +51,7 @@ type setup struct {
 	defs    []*workflow.Definition
 	opts    *server.Options
 	newStor func(t *testing.T) store.Store
+	clock   clock.Clock // the engine's (nil: the wall clock)
 	eopts   *engine.Options
 }
 
@@ -62,7 +64,14 @@ func start(t *testing.T, s setup) *env {
 		s.newStor = backends["memory"]
 	}
 	st := s.newStor(t)
-	eng, err := engine.New(st, s.defs, s.eopts)
+	eopts := s.eopts
+	if s.clock != nil {
+		if eopts == nil {
+			eopts = &engine.Options{}
+		}
+		eopts.Clock = s.clock
+	}
+	eng, err := engine.New(st, s.defs, eopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,7 @@ func (s *Server) routes() {
 		}},
 		httpx.Route{Method: http.MethodGet, Path: "/readyz", Handle: s.readyz})
 	rs = append(rs, s.webhookRoutes()...)
+	rs = append(rs, s.scheduleRoutes()...)
 	rs = append(rs, s.consoleRoutes()...)
 	if s.metrics != nil {
 		mh := s.metrics.handler()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -37,7 +38,21 @@ type runPage struct {
 	NextCursor *string     `json:"next_cursor"`
 }
 
-var runListParams = []string{"workflow_id", "state", "status", "updated_after", "limit", "cursor"}
+var runListParams = []string{"workflow_id", "state", "status", "updated_after", "due_before", "limit", "cursor"}
+
+// clampStoredTime brings t into the range a store keeps (nanoseconds
+// since 1970 in 64 bits, years 1678 to 2261): a time beyond it compares
+// with stored times as the range's end does.
+func clampStoredTime(t time.Time) time.Time {
+	lo, hi := time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64).UTC()
+	switch {
+	case t.Before(lo):
+		return lo
+	case t.After(hi):
+		return hi
+	}
+	return t
+}
 
 // msTime formats t as RFC 3339 UTC with millisecond precision.
 func msTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -103,6 +118,13 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 		default:
 			f.UpdatedAfter = t
 		}
+	}
+	if v := q.Get("due_before"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return protocol.Errorf(protocol.EInvalid, "due_before must be an RFC 3339 time such as 2026-01-02T15:04:05Z (the runs with a pending timer due before it are listed), not %q.", protocol.Truncate(v, 40)).With("field", "due_before")
+		}
+		f.DueBefore = clampStoredTime(t)
 	}
 	if v := q.Get("cursor"); v != "" {
 		cur, err := decodeRunCursor(v)

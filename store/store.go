@@ -31,6 +31,10 @@
 //     counts of the runs pinned to each. A run's pin is Run.WorkflowVersion,
 //     written by CreateRun and carried (or changed, by a migration) by
 //     CommitRun, so a run and its pin never disagree.
+//   - ScheduleStore: the schedules that start runs at cron ticks (SPEC
+//     section 17), each with the last tick that started one; a
+//     compare-and-set on it (AdvanceSchedule) lets one process, of any
+//     number, start the run of a tick.
 //
 // # Where later additions go
 //
@@ -675,6 +679,7 @@ type Store interface {
 	LedgerStore
 	DefinitionStore
 	TimerStore
+	ScheduleStore
 
 	// Capabilities describes what the backend offers beyond the
 	// contract; it is constant for the life of the store.

@@ -57,6 +57,13 @@ func scheduleKey(id string, s *Schedule) (string, error) {
 
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// Check parses the schedule's cron expression and time zone as validating
+// a file does (the same rules: five fields or a descriptor, no @every, an
+// IANA zone or UTC), for a schedule that comes from elsewhere (POST
+// /schedules). field is "cron" or "timezone", the one to fix; the error
+// says how.
+func (s *Schedule) Check() (field string, err error) { return s.compile() }
+
 // compile parses the expression and the zone; the error says what to fix.
 func (s *Schedule) compile() (field string, err error) {
 	expr := strings.TrimSpace(s.Cron)

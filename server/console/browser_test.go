@@ -731,3 +731,43 @@ func TestNotFoundPage(t *testing.T) {
 		t.Fatalf("the page links to %s", got)
 	}
 }
+
+// The run page shows each pending timer with its time left (from the
+// frame's timer links), counting down, and drops it once the run leaves
+// the state. The rendering itself (timerLines) is checked in the page
+// against fixed times.
+func TestRunPageShowsTimers(t *testing.T) {
+	def, err := workflow.Load("review.yaml", []byte("workflow_id: review-v1\ninitial_state: REVIEW\n"+
+		"states: {REVIEW: {timers: [{after: 10m, action: escalate}]}, DONE: {}}\n"+
+		"transitions: [{from: REVIEW, action: approve, to: DONE}, {from: REVIEW, action: escalate, to: DONE}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServerOn(t, memstore.New(), []*workflow.Definition{def}, nil)
+	r, err := s.eng.StartRun(context.Background(), "review-v1", nil, engine.StartOptions{Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := r.CreatedAt.Add(10 * time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
+	tb := newTab(t, "timers")
+	tb.do(chromedp.Navigate(s.url + "/console/#/runs/" + r.ID))
+	tb.waitJS(`/^escalate in (9m5\ds|10m0s) \(at ` + strings.ReplaceAll(due, "-", `\-`) + `\)$/.test(document.querySelector('#run-timers')?.innerText.trim() || '')`)
+	first := tb.text("#run-timers")
+	tb.waitJS(`document.querySelector('#run-timers')?.innerText !== ` + strconv.Quote(first)) // it counts down
+	tb.shot("run-timers")
+	got, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`import('/console/js/run.js').then((m) => m.timerLines({_links: {
+		self: {href: 'x', method: 'GET'},
+		'timer:expire': {href: 'x', method: 'POST', due_at: '2026-12-04T10:00:00Z'},
+		'timer:escalate': {href: 'x', method: 'POST', due_at: '2026-12-03T10:30:00.5Z'},
+		'timer:broken': {href: 'x', method: 'POST', due_at: 'soon'}}}, Date.parse('2026-12-03T10:20:02Z')).join(' | '))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "escalate in 9m59s (at 2026-12-03T10:30:00Z) | expire in 23h39m58s (at 2026-12-04T10:00:00Z)"; got != want {
+		t.Fatalf("timerLines = %q, want %q", got, want)
+	}
+	if _, err := s.eng.Transition(context.Background(), r.ID, "approve", nil, engine.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitJS(`document.querySelector('#run-state')?.textContent === 'DONE' && !document.querySelector('#run-timers')`)
+}

@@ -36,6 +36,7 @@ type Store struct {
 	tasks    map[string]*store.Task
 	queue    []string // task ids in creation order (pending or running)
 	tm       timers   // pending timers
+	sched    schedules
 	ledger   []store.LedgerRecord
 	byInv    map[string]int64   // inv_ID -> seq
 	byKey    map[string][]int64 // key -> seqs, oldest first

@@ -12,7 +12,9 @@
 // TimerStore checks timers stored and voided by their run's commits and
 // claimed once, in due order, under leases;
 // LedgerStore checks the append-only ledger with gap-free sequence numbers;
-// DefinitionStore checks stored definitions and the runs' pins to them.
+// DefinitionStore checks stored definitions and the runs' pins to them;
+// ScheduleStore checks schedules and the compare-and-set of their last
+// tick that lets one caller start a tick's run.
 // Each suite gets a new, empty store per test and closes it afterwards when
 // it has a Close method.
 package storetest
@@ -37,7 +39,7 @@ import (
 type Factory func(t *testing.T) store.Store
 
 // Run runs every part's suite (RunStore, TaskStore, TimerStore,
-// LedgerStore, DefinitionStore) against
+// LedgerStore, DefinitionStore, ScheduleStore) against
 // stores made by newStore.
 func Run(t *testing.T, newStore Factory) {
 	t.Run("RunStore", func(t *testing.T) {
@@ -54,6 +56,9 @@ func Run(t *testing.T, newStore Factory) {
 	})
 	t.Run("DefinitionStore", func(t *testing.T) {
 		DefinitionStore(t, func(t *testing.T) RunsAndDefinitions { return newStore(t) })
+	})
+	t.Run("ScheduleStore", func(t *testing.T) {
+		ScheduleStore(t, func(t *testing.T) store.ScheduleStore { return newStore(t) })
 	})
 }
 

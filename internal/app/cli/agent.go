@@ -21,6 +21,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -451,6 +452,9 @@ type runView struct {
 	Frame  *client.RunFrame
 	CLI    protocol.CLI
 	Fired  *fired
+	// Now is the time the time left to the frame's timers is counted
+	// from (zero: the clock's).
+	Now time.Time
 }
 
 type fired struct {
@@ -524,6 +528,15 @@ func writeRun(out io.Writer, v runView) {
 	}
 	for _, r := range f.Resources {
 		fmt.Fprintf(out, "Resource: %s %s\n", r.Name, r.URI)
+	}
+	if timers := f.Timers(); len(timers) > 0 {
+		now := v.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		for _, t := range timers {
+			fmt.Fprintf(out, "Timer:  %s\n", protocol.DescribeTimer(t, now))
+		}
 	}
 	fmt.Fprintln(out)
 	if protocol.Terminal(f.Status) {

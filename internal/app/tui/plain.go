@@ -204,6 +204,9 @@ func (p *plain) printCLI() {
 	if len(p.cli.Options) == 0 {
 		p.printf("  (no action is offered now; press enter to look again)\n")
 	}
+	for _, t := range timerLines(&f.Frame, p.o.now()) {
+		p.printf("%s\n", t)
+	}
 	if p.cli.InputHint != "" {
 		p.printf("%s\n", p.cli.InputHint)
 	}

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
@@ -51,6 +52,27 @@ type Options struct {
 	// Yes fires critical actions (is_critical) without asking first; by
 	// default both UIs ask for a y before firing one.
 	Yes bool
+	// Now tells the time the time left to the run's pending timers is
+	// counted from (nil = time.Now).
+	Now func() time.Time
+}
+
+// now returns o.Now(), or the clock's time.
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// timerLines describes the pending timers frame f names, soonest first:
+// "timer escalate in 9m58s (at 2026-12-03T10:30:00Z)".
+func timerLines(f *protocol.Frame, now time.Time) []string {
+	var out []string
+	for _, t := range f.Timers() {
+		out = append(out, "timer "+protocol.DescribeTimer(t, now))
+	}
+	return out
 }
 
 // Result is how a session ended.

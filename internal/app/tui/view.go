@@ -149,6 +149,12 @@ func (m *Model) View() string {
 		line("")
 		line("%s %s", m.spin.View(), "Sending…")
 	}
+	if timers := timerLines(&f.Frame, m.opts.now()); len(timers) > 0 {
+		line("")
+		for _, t := range timers {
+			line("%s", styles.dim.Render(t))
+		}
+	}
 	if len(f.Milestones) > 0 {
 		line("")
 		line("%s", styles.dim.Render("Milestones: "+g.check+" "+strings.Join(f.Milestones, " "+g.check+" ")))

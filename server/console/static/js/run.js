@@ -64,6 +64,34 @@ function confirmDialog(message) {
   });
 }
 
+/** A duration in whole seconds as Go prints it: 9m58s, 2h0m0s, 45s. */
+function goDuration(sec) {
+  const h = Math.floor(sec / 3600), m = Math.floor((sec % 3600) / 60), s = sec % 60;
+  if (h) return `${h}h${m}m${s}s`;
+  if (m) return `${m}m${s}s`;
+  return `${s}s`;
+}
+
+/**
+ * The pending timers a frame names in _links ("timer:ACTION" with a
+ * due_at), soonest first, each described for people as seen at nowMs:
+ * "escalate in 9m58s (at 2026-12-03T10:30:00Z)" (as asmp show and attach
+ * say it).
+ */
+export function timerLines(frame, nowMs) {
+  return Object.entries(frame._links || {})
+    .filter(([k, l]) => k.startsWith('timer:') && k.length > 6 && l && !Number.isNaN(Date.parse(l.due_at)))
+    .map(([k, l]) => ({ action: k.slice(6), due: Date.parse(l.due_at) }))
+    .sort((a, b) => a.due - b.due || (a.action < b.action ? -1 : a.action > b.action ? 1 : 0))
+    .map(({ action, due }) => {
+      const at = new Date(due).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      const left = Math.round((due - nowMs) / 1000);
+      if (left > 0) return `${action} in ${goDuration(left)} (at ${at})`;
+      if (left === 0) return `${action} due now (at ${at})`;
+      return `${action} due ${goDuration(-left)} ago (at ${at})`;
+    });
+}
+
 /** The key an option answers to, as shown on its button. */
 function keyLabel(k) {
   return k === 'enter' ? '↵ Enter' : k;
@@ -134,6 +162,14 @@ export async function mount(main, runId) {
     }
   }
 
+  // The run's pending timers, one line each; the time left is redrawn
+  // every second.
+  const timerItems = () => timerLines(frame, Date.now()).map((t) => h('div', { class: 'timer' }, t));
+  const ticker = setInterval(() => {
+    const dd = summary.querySelector('#run-timers');
+    if (dd) fill(dd, timerItems());
+  }, 1000);
+
   // The workflow version the run is pinned to, when the server names it.
   const wfVersion = () => (frame._links && frame._links.workflow_version && frame._links.workflow_version.version) || '';
 
@@ -144,7 +180,8 @@ export async function mount(main, runId) {
       h('dt', null, 'Status'), h('dd', { id: 'run-status' }, badge(frame.status)),
       h('dt', null, 'Version'), h('dd', null, String(version || '')),
       wfVersion() ? [h('dt', null, 'Workflow version'), h('dd', { class: 'mono', title: wfVersion() }, shortVersion(wfVersion()))] : null,
-      frame.milestones && frame.milestones.length ? [h('dt', null, 'Milestones'), h('dd', null, frame.milestones.join(' → '))] : null);
+      frame.milestones && frame.milestones.length ? [h('dt', null, 'Milestones'), h('dd', null, frame.milestones.join(' → '))] : null,
+      timerLines(frame, Date.now()).length ? [h('dt', null, 'Timers'), h('dd', { id: 'run-timers' }, timerItems())] : null);
     renderHint();
     progress.hidden = frame.status !== 'processing';
     data.textContent = JSON.stringify(frame.data || {}, null, 2);
@@ -298,5 +335,5 @@ export async function mount(main, runId) {
 
   await refresh(frame);
   follow();
-  return () => { stopped = true; ctrl.abort(); document.removeEventListener('keydown', onKey); };
+  return () => { stopped = true; ctrl.abort(); clearInterval(ticker); document.removeEventListener('keydown', onKey); };
 }

@@ -1,0 +1,480 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/workflow"
+)
+
+// Schedules (SPEC section 17) start a run of their workflow at every tick
+// of a cron expression, as actor "schedule", with the schedule's data as
+// the run's initial data. They come from the served workflow files
+// (SyncFileSchedules writes them at start) or from the API
+// (CreateSchedule). Each stored schedule keeps the last tick that started
+// a run; a schedule loop (StartSchedules) looks at them and, for each one
+// with a tick due:
+//
+//   - It advances the last tick, by a compare-and-set in the store
+//     (store.ScheduleStore.AdvanceSchedule), to the latest tick due: of
+//     the replicas looking at once, one wins and the others move on. So a
+//     schedule whose ticks fell due while no server ran starts one
+//     catch-up run, for the latest of them, not one per missed tick (a
+//     server down for a week with a daily schedule starts one run at
+//     start, for today's tick).
+//   - The winner starts the run with an id derived from the schedule and
+//     the tick (ScheduleRunID), so that a second start of the same tick,
+//     however it came about, is refused by the store as a run that exists.
+//
+// A new schedule's last tick is its creation time: it starts runs for the
+// ticks after it, never for earlier ones. A schedule of a workflow this
+// engine does not serve is left to the processes that serve it.
+//
+// Should the store fail to create the run after the compare-and-set was
+// won, the last tick is set back, so the next look tries again (with the
+// same run id). Should the process be killed between the two writes, the
+// next look of any process (this one after its restart, or another
+// replica) finds the last tick's run missing and starts it, under the
+// same id (recoverTick): each process checks each schedule's last tick
+// once, a read of one run.
+
+// ActorSchedule is the actor of runs started by schedules.
+const ActorSchedule = "schedule"
+
+// scheduleRunNS is the UUID namespace of ScheduleRunID.
+var scheduleRunNS = uuid.MustParse("5b0f2c4e-8f0a-4c1e-9d57-3a2f1c0e7d11")
+
+// ScheduleRunID is the id of the run schedule id starts for tick: a
+// UUIDv5 of the two, the same on every replica.
+func ScheduleRunID(id string, tick time.Time) string {
+	return uuid.NewSHA1(scheduleRunNS, []byte(id+"\n"+tick.UTC().Format(time.RFC3339Nano))).String()
+}
+
+// Schedule is a stored schedule as the engine sees it: with its next tick.
+type Schedule struct {
+	store.Schedule
+	// NextTick is the first tick after LastTick: when the schedule starts
+	// its next run. When it has passed (no server ran then), the next
+	// look starts one run for the latest tick due. Zero when the
+	// expression has no tick within five years.
+	NextTick time.Time
+	// Ran reports whether a tick has started a run (LastTick is that
+	// tick's; otherwise LastTick is CreatedAt).
+	Ran bool
+}
+
+// ScheduleSpec is a schedule to create (CreateSchedule).
+type ScheduleSpec struct {
+	WorkflowID string
+	Cron       string
+	Timezone   string // "" = UTC
+	Data       map[string]any
+}
+
+// compiled returns the workflow.Schedule of s, checked; field names what
+// is wrong when err is set.
+func compiled(cron, tz string) (*workflow.Schedule, string, error) {
+	ws := &workflow.Schedule{Cron: cron, Timezone: tz}
+	field, err := ws.Check()
+	return ws, field, err
+}
+
+func (e *Engine) scheduleView(s store.Schedule) *Schedule {
+	v := &Schedule{Schedule: s, Ran: !s.LastTick.Equal(s.CreatedAt)}
+	if ws, _, err := compiled(s.Cron, s.Timezone); err == nil {
+		if n := ws.Next(s.LastTick.In(ws.Location())); !n.IsZero() {
+			v.NextTick = n.UTC()
+		}
+	}
+	return v
+}
+
+// SyncFileSchedules stores the schedules of the served workflows' files
+// (their `schedules:` entries, each under its workflow.Schedule.Key): the
+// new ones from now, the ones stored before with their last tick, and the
+// stored file schedules of served workflows that the files no longer have
+// are deleted. Servers call it at start, before StartSchedules.
+func (e *Engine) SyncFileSchedules(ctx context.Context) error {
+	now := store.ScheduleTime(e.clock.Now())
+	var ss []store.Schedule
+	for _, d := range e.order {
+		for _, s := range d.Schedules {
+			if s.Key() == "" {
+				return protocol.Errorf(protocol.EInternal, "workflow %q has a schedule that was not validated", d.ID)
+			}
+			data := json.RawMessage(`{}`)
+			if len(s.Data) > 0 {
+				b, err := json.Marshal(s.Data)
+				if err != nil {
+					return internal("could not store a schedule's data", err)
+				}
+				data = b
+			}
+			ss = append(ss, store.Schedule{ID: s.Key(), WorkflowID: d.ID, Cron: s.Cron, Timezone: s.Timezone, Data: data,
+				Source: store.ScheduleFile, CreatedAt: now, LastTick: now})
+		}
+	}
+	if err := e.store.PutFileSchedules(ctx, e.WorkflowIDs(), ss); err != nil {
+		return internal("could not store the workflows' schedules", err)
+	}
+	e.wakeSchedules()
+	return nil
+}
+
+// CreateSchedule stores a new API schedule of a served workflow. Its cron
+// expression and time zone are checked as a file's are; a bad one, or a
+// workflow not served, is EInvalid with a hint (and the field).
+func (e *Engine) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedule, error) {
+	if _, ok := e.defs[spec.WorkflowID]; !ok {
+		return nil, protocol.Errorf(protocol.EInvalid, "Unknown workflow_id %q: a schedule starts runs of a served workflow (%s).",
+			protocol.Truncate(spec.WorkflowID, 64), strings.Join(e.WorkflowIDs(), ", ")).With("field", "workflow_id").With("workflows", e.WorkflowIDs())
+	}
+	if _, field, err := compiled(spec.Cron, spec.Timezone); err != nil {
+		return nil, protocol.Errorf(protocol.EInvalid, "%s.", strings.TrimSuffix(err.Error(), ".")).With("field", field)
+	}
+	data := json.RawMessage(`{}`)
+	if len(spec.Data) > 0 {
+		b, err := json.Marshal(spec.Data)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.EInvalid, "data cannot be stored as JSON: %v.", err).With("field", "data")
+		}
+		if int64(len(b)) > e.maxData {
+			return nil, protocol.Errorf(protocol.ETooLarge, "data is %d bytes of JSON; a run's data is at most %d.", len(b), e.maxData).With("field", "data")
+		}
+		data = b
+	}
+	now := store.ScheduleTime(e.clock.Now())
+	s := store.Schedule{ID: "sched_" + uuid.Must(uuid.NewV7()).String(), WorkflowID: spec.WorkflowID, Cron: spec.Cron, Timezone: spec.Timezone,
+		Data: data, Source: store.ScheduleAPI, CreatedAt: now, LastTick: now}
+	if err := e.store.PutSchedule(ctx, s); err != nil {
+		return nil, internal("could not store the schedule", err)
+	}
+	e.wakeSchedules()
+	return e.scheduleView(s), nil
+}
+
+// GetSchedule returns the stored schedule id; ENotFound when there is
+// none.
+func (e *Engine) GetSchedule(ctx context.Context, id string) (*Schedule, error) {
+	s, err := e.store.GetSchedule(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, scheduleNotFound(id)
+	}
+	if err != nil {
+		return nil, internal("could not read the schedule", err)
+	}
+	return e.scheduleView(s), nil
+}
+
+func scheduleNotFound(id string) error {
+	return protocol.Errorf(protocol.ENotFound, "Schedule not found: no schedule has id %q. GET /schedules lists them.", protocol.Truncate(id, 80))
+}
+
+// ListSchedules returns up to limit stored schedules (every workflow's,
+// file and API) with an id after after, ordered by id (limit <= 0: all).
+func (e *Engine) ListSchedules(ctx context.Context, after string, limit int) ([]*Schedule, error) {
+	ss, err := e.store.ListSchedules(ctx, after, limit)
+	if err != nil {
+		return nil, internal("could not list the schedules", err)
+	}
+	out := make([]*Schedule, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, e.scheduleView(s))
+	}
+	return out, nil
+}
+
+// DeleteSchedule deletes an API schedule: ENotFound when there is none,
+// EConflict when it is a file schedule (it lives in its workflow file and
+// goes when the file no longer has it).
+func (e *Engine) DeleteSchedule(ctx context.Context, id string) error {
+	err := e.store.DeleteSchedule(ctx, id)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return scheduleNotFound(id)
+	case errors.Is(err, store.ErrFileSchedule):
+		wf := ""
+		if s, gerr := e.store.GetSchedule(ctx, id); gerr == nil {
+			wf = s.WorkflowID
+		}
+		return protocol.Errorf(protocol.EConflict, "Schedule %s lives in the schedules: list of workflow %q's file: remove it there and restart the server (or reload the file).", id, wf).
+			With("field", "schedule_id")
+	default:
+		return internal("could not delete the schedule", err)
+	}
+}
+
+// ScheduleOptions configure the schedule loop (StartSchedules).
+type ScheduleOptions struct {
+	// Poll bounds the wait between two looks at the stored schedules
+	// (0 = 1s), so schedules created by other processes start on time;
+	// the loop also wakes at the earliest next tick, and when this
+	// engine stores a schedule.
+	Poll time.Duration
+	// Page is how many schedules one store read takes (0 = 256).
+	Page int
+}
+
+func scheduleDefaults(opts *ScheduleOptions) ScheduleOptions {
+	var o ScheduleOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Page <= 0 {
+		o.Page = 256
+	}
+	return o
+}
+
+// ScheduleLoop starts the runs of due schedule ticks until Stop.
+type ScheduleLoop struct {
+	e      *Engine
+	opts   ScheduleOptions
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+}
+
+// StartSchedules starts the loop that starts the runs of due schedule
+// ticks on the engine's clock, until ctx ends or Stop. A tick that fell
+// due while no server ran starts its (one) catch-up run at once. Stop it
+// before closing the store.
+func (e *Engine) StartSchedules(ctx context.Context, opts *ScheduleOptions) *ScheduleLoop {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &ScheduleLoop{e: e, opts: scheduleDefaults(opts), ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	e.schedMu.Lock()
+	e.schedLoops = append(e.schedLoops, l)
+	e.schedMu.Unlock()
+	go l.run()
+	return l
+}
+
+// Stop ends the loop; a run being started is started first.
+func (l *ScheduleLoop) Stop() {
+	l.e.schedMu.Lock()
+	for i, o := range l.e.schedLoops {
+		if o == l {
+			l.e.schedLoops = append(l.e.schedLoops[:i], l.e.schedLoops[i+1:]...)
+			break
+		}
+	}
+	l.e.schedMu.Unlock()
+	l.cancel()
+	<-l.done
+}
+
+// wakeSchedules makes the schedule loops look again (a schedule was
+// stored).
+func (e *Engine) wakeSchedules() {
+	e.schedMu.Lock()
+	defer e.schedMu.Unlock()
+	for _, l := range e.schedLoops {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (l *ScheduleLoop) run() {
+	defer close(l.done)
+	e := l.e
+	for l.ctx.Err() == nil {
+		_, next, err := e.fireSchedules(l.ctx, e.clock.Now(), l.opts.Page)
+		if err != nil && l.ctx.Err() == nil {
+			e.log.Error("starting the runs of due schedules failed", "err", err)
+		}
+		wait := l.opts.Poll
+		if !next.IsZero() {
+			wait = min(wait, next.Sub(e.clock.Now()))
+		}
+		if wait <= 0 {
+			// Due and not started (a store error, or another replica's
+			// start seen late): do not spin.
+			wait = min(l.opts.Poll, 50*time.Millisecond)
+		}
+		t := e.clock.NewTimer(wait)
+		select {
+		case <-l.ctx.Done():
+		case <-l.wake:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// FireDueSchedules starts the runs of the schedule ticks due at now: for
+// each stored schedule of a served workflow whose next tick after its
+// last one is at or before now, one run, for the latest tick due (see the
+// compare-and-set above). It returns how many runs it started; an error
+// is the first that stopped a read of the schedules or a start (the
+// others are still tried). The schedule loop calls it at every look; a
+// test with a fake clock may call it directly.
+func (e *Engine) FireDueSchedules(ctx context.Context, now time.Time) (int, error) {
+	n, _, err := e.fireSchedules(ctx, now, scheduleDefaults(nil).Page)
+	return n, err
+}
+
+// fireSchedules is FireDueSchedules, also returning the earliest next tick
+// of the schedules it saw (zero when none).
+func (e *Engine) fireSchedules(ctx context.Context, now time.Time, page int) (started int, next time.Time, first error) {
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	after := ""
+	for ctx.Err() == nil {
+		ss, err := e.store.ListSchedules(ctx, after, page)
+		if err != nil {
+			keep(internal("could not read the schedules", err))
+			return started, next, first
+		}
+		for _, s := range ss {
+			if ctx.Err() != nil {
+				break
+			}
+			if _, ok := e.defs[s.WorkflowID]; !ok {
+				continue // left to the processes that serve it
+			}
+			ws, _, err := compiled(s.Cron, s.Timezone)
+			if err != nil {
+				e.log.Warn("a stored schedule does not parse; it starts no runs", "schedule", s.ID, "err", err)
+				continue
+			}
+			if err := e.recoverTick(ctx, s); err != nil {
+				keep(err)
+			}
+			n, err := e.fireSchedule(ctx, s, ws, now)
+			if err != nil {
+				keep(err)
+				e.log.Error("starting a schedule's run failed", "schedule", s.ID, "err", err)
+			}
+			if n {
+				started++
+			}
+			// The next tick to wake for: after the one just started, or
+			// the first one after the last when none was due.
+			from := maxTime(s.LastTick, now)
+			if err != nil {
+				from = s.LastTick // due still: look again soon
+			}
+			if t := ws.Next(from.In(ws.Location())); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+		if len(ss) < page {
+			break
+		}
+		after = ss[len(ss)-1].ID
+	}
+	return started, next, first
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// recoverTick makes sure the run of s's last tick exists: the process
+// that won that tick's compare-and-set may have died before it started
+// the run. It reads the run once per schedule and tick (then remembers
+// it), and starts it, under the tick's run id, when it is missing and
+// cannot have been pruned (the tick is after every Prune bound this engine
+// used). Another process starting it at the same moment is refused as a
+// run that exists: one run either way.
+func (e *Engine) recoverTick(ctx context.Context, s store.Schedule) error {
+	if s.LastTick.IsZero() || !s.LastTick.After(s.CreatedAt) {
+		return nil // no tick has started a run yet
+	}
+	if seen, ok := e.schedSeen.Load(s.ID); ok && seen.(time.Time).Equal(s.LastTick) {
+		return nil
+	}
+	if pb := e.prunedBefore.Load(); pb != 0 && !s.LastTick.After(time.Unix(0, pb)) {
+		e.schedSeen.Store(s.ID, s.LastTick)
+		return nil
+	}
+	id := ScheduleRunID(s.ID, s.LastTick)
+	_, err := e.storedRun(ctx, id)
+	switch {
+	case err == nil:
+		e.schedSeen.Store(s.ID, s.LastTick)
+		return nil
+	case protocol.ErrorCode(err) != protocol.ENotFound:
+		return err
+	}
+	data, err := decodeData(s.Data)
+	if err != nil {
+		e.schedSeen.Store(s.ID, s.LastTick)
+		return nil
+	}
+	_, err = e.StartRun(context.WithoutCancel(ctx), s.WorkflowID, data, StartOptions{Actor: ActorSchedule, ID: id})
+	switch {
+	case err == nil:
+		e.log.Warn("started a scheduled run its process did not start (it stopped between its tick and the run)", "schedule", s.ID, "tick", s.LastTick, "run", id)
+	case protocol.ErrorCode(err) == protocol.EInternal:
+		return err
+	}
+	e.schedSeen.Store(s.ID, s.LastTick)
+	return nil
+}
+
+// fireSchedule starts s's run of its latest tick due at now, if one is
+// due and this process wins the compare-and-set on its last tick.
+func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, ws *workflow.Schedule, now time.Time) (bool, error) {
+	tick, ok := ws.Missed(s.LastTick.In(ws.Location()), now.In(ws.Location()))
+	if !ok {
+		return false, nil
+	}
+	tick = tick.UTC()
+	won, err := e.store.AdvanceSchedule(ctx, s.ID, s.LastTick, tick)
+	if err != nil {
+		return false, internal("could not advance a schedule", err)
+	}
+	if !won {
+		return false, nil // another process starts this tick's run
+	}
+	data, err := decodeData(s.Data)
+	if err != nil {
+		e.log.Error("a schedule's data is not a JSON object; its tick starts no run", "schedule", s.ID, "tick", tick, "err", err)
+		return false, nil
+	}
+	// Once the tick is ours, start its run whatever ctx says: a loop
+	// stopping now would otherwise lose it.
+	_, err = e.StartRun(context.WithoutCancel(ctx), s.WorkflowID, data, StartOptions{Actor: ActorSchedule, ID: ScheduleRunID(s.ID, tick)})
+	if err == nil {
+		e.schedSeen.Store(s.ID, tick)
+		return true, nil
+	}
+	switch protocol.ErrorCode(err) {
+	case protocol.EConflict:
+		return false, nil // started already (a second start of the tick)
+	case protocol.EInternal:
+		// The store failed: give the tick back, so the next look (here or
+		// on another replica) starts it, under the same run id.
+		if _, rerr := e.store.AdvanceSchedule(context.WithoutCancel(ctx), s.ID, tick, s.LastTick); rerr != nil {
+			e.log.Error("could not give a schedule's tick back; that tick starts no run", "schedule", s.ID, "tick", tick, "err", rerr)
+		}
+		return false, err
+	default:
+		// Refused (the data is too large for a run, …): trying again
+		// would be refused again. The tick is spent.
+		e.log.Error("a schedule's run was refused; the tick starts no run", "schedule", s.ID, "tick", tick, "err", err)
+		return false, nil
+	}
+}
