@@ -265,15 +265,23 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (time.Time, bool, error) {
 	return utc(at), true, nil
 }
 
+// listDeliveriesQuery reads the first page of a subscription's
+// deliveries, newest (highest id) first, walking webhook_deliveries_sub
+// backwards; listDeliveriesAfterQuery a page after a cursor ($3).
+const (
+	listDeliveriesQuery      = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY id DESC LIMIT $2`
+	listDeliveriesAfterQuery = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE subscription_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2`
+)
+
 // ListDeliveries implements store.WebhookStore.
 func (s *Store) ListDeliveries(ctx context.Context, subscriptionID, after string, limit int) ([]store.Delivery, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
-	q, args := `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY id DESC LIMIT $2`, []any{subscriptionID, lim}
+	q, args := listDeliveriesQuery, []any{subscriptionID, lim}
 	if after != "" {
-		q, args = `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE subscription_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2`, append(args, after)
+		q, args = listDeliveriesAfterQuery, append(args, after)
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {

@@ -250,16 +250,22 @@ func (s *Store) NextDeliveryDue(ctx context.Context) (time.Time, bool, error) {
 	return fromNanos(at), true, nil
 }
 
+// listDeliveriesQuery reads the first page of a subscription's
+// deliveries, newest (highest id) first, walking webhook_deliveries_sub
+// backwards; listDeliveriesAfterQuery a page after a cursor (?3).
+const (
+	listDeliveriesQuery      = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE subscription_id = ?1 ORDER BY id DESC LIMIT ?2`
+	listDeliveriesAfterQuery = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE subscription_id = ?1 AND id < ?3 ORDER BY id DESC LIMIT ?2`
+)
+
 // ListDeliveries implements store.WebhookStore.
 func (s *Store) ListDeliveries(ctx context.Context, subscriptionID, after string, limit int) ([]store.Delivery, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	q := `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT ?`
-	args := []any{subscriptionID, limit}
+	q, args := listDeliveriesQuery, []any{subscriptionID, limit}
 	if after != "" {
-		q = `SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE subscription_id = ? AND id < ? ORDER BY id DESC LIMIT ?`
-		args = []any{subscriptionID, after, limit}
+		q, args = listDeliveriesAfterQuery, []any{subscriptionID, limit, after}
 	}
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
