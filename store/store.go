@@ -4,7 +4,7 @@
 //
 // # Parts
 //
-// The contract is split by responsibility into five interfaces, each with
+// The contract is split by responsibility into six interfaces, each with
 // its own conformance suite in package storetest; Store composes them with
 // Close. The three backends (memstore, sqlite, postgres) implement all of
 // Store and pass every suite. A user depends on the narrowest part it
@@ -26,6 +26,10 @@
 //     commits that enter their state (Commit.ReplaceTimers) and deleted
 //     with their run, like tasks; the firing side claims due ones under
 //     leases, in the order of their due times, at the cost of the due ones.
+//   - WebhookStore: webhook subscriptions and the outbox of their
+//     deliveries (SPEC section 18), stored by the commits of the changes
+//     they report (Commit.Outbox); the delivery side claims due ones
+//     under leases, in order per run and subscription.
 //   - DefinitionStore: every workflow definition a server has served,
 //     immutable, by workflow id and version (the content hash), with the
 //     counts of the runs pinned to each. A run's pin is Run.WorkflowVersion,
@@ -288,6 +292,13 @@ type Commit struct {
 	// timer whose firing this commit records without leaving the state);
 	// names of timers that are not pending are ignored.
 	DoneTimers []string
+
+	// Outbox are the webhook deliveries of this change (SPEC section 18),
+	// stored as pending deliveries in the commit's transaction, so that
+	// they are stored if and only if the change is (see PrepareOutbox for
+	// what the store fills in, and WebhookStore). CreateRun stores them
+	// too. A delivery for a subscription that is not stored is dropped.
+	Outbox []Delivery
 }
 
 // RunCount is how many stored runs of one workflow have one stored status.
@@ -680,6 +691,7 @@ type Store interface {
 	DefinitionStore
 	TimerStore
 	ScheduleStore
+	WebhookStore
 
 	// Capabilities describes what the backend offers beyond the
 	// contract; it is constant for the life of the store.

@@ -37,6 +37,7 @@ type Store struct {
 	queue    []string // task ids in creation order (pending or running)
 	tm       timers   // pending timers
 	sched    schedules
+	wh       webhooks // subscriptions and the outbox
 	ledger   []store.LedgerRecord
 	byInv    map[string]int64   // inv_ID -> seq
 	byKey    map[string][]int64 // key -> seqs, oldest first
@@ -168,6 +169,7 @@ func New() *Store {
 		counts: map[countKey]int64{},
 		names:  newNames(),
 		tm:     newTimers(),
+		wh:     newWebhooks(),
 	}
 	s.idx = newRunIndex(s.idOf)
 	return s
@@ -184,10 +186,16 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := store.PrepareTimers(&c, true); err != nil {
 		return err
 	}
+	if err := store.PrepareOutbox(&c); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.lookup(c.Run.ID); ok {
 		return fmt.Errorf("memstore: run %s: %w", c.Run.ID, store.ErrExists)
+	}
+	if err := s.checkOutbox(&c); err != nil {
+		return err
 	}
 	s.newRun(&c)
 	slot, _ := s.lookup(c.Run.ID)
@@ -195,6 +203,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	s.count(e.wf, -1, e.status)
 	s.applyTasks(c)
 	s.applyTimers(&c, true)
+	s.applyOutbox(&c)
 	s.compact(len(c.Run.Data) + len(c.Event.Data))
 	return nil
 }
@@ -262,6 +271,9 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	if err := store.PrepareTimers(&c, false); err != nil {
 		return err
 	}
+	if err := store.PrepareOutbox(&c); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slot, ok := s.lookup(c.Run.ID)
@@ -271,6 +283,9 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	e := s.rec(slot)
 	if v := e.version; v != expected {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", c.Run.ID, v, expected, store.ErrConflict)
+	}
+	if err := s.checkOutbox(&c); err != nil {
+		return err
 	}
 	was := e.status
 	if err := s.appendEvent(slot, newEvent(c.Event, store.WholeDue(&c.Event, e.patchBytes))); err != nil {
@@ -282,6 +297,7 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	s.count(e.wf, was, e.status)
 	s.applyTasks(c)
 	s.applyTimers(&c, false)
+	s.applyOutbox(&c)
 	s.compact(len(c.Run.Data) + len(c.Event.Data) + len(c.Event.Patch))
 	return nil
 }

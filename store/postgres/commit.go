@@ -105,6 +105,9 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	if err := store.PrepareTimers(&c, false); err != nil {
 		return store.Settled(err)
 	}
+	if err := store.PrepareOutbox(&c); err != nil {
+		return store.Settled(err)
+	}
 	q := s.commits
 	req := &commitReq{expected: expected, c: c, err: make(chan error, 1)}
 	q.mu.RLock()
@@ -282,6 +285,7 @@ const (
 	partDoneTimers               // timers fired (or refused) removed
 	partReplaceTimer             // the run's pending timers voided
 	partNewTimers                // the entered state's timers stored
+	partOutbox                   // webhook deliveries stored
 	partCount        = 1 << iota
 )
 
@@ -305,7 +309,9 @@ var commitSQL = func() (out [partCount]string) {
 //
 // The timers of the run (store.Commit's DoneTimers, ReplaceTimers and
 // Timers) are written the same way, from u, so a missed compare-and-set
-// leaves them as they were. Timer ids carry the version that entered the
+// leaves them as they were. So are its webhook deliveries
+// (store.Commit's Outbox), in the same statement: a commit is never
+// stored without its deliveries, nor they without it. Timer ids carry the version that entered the
 // state, so the new timers never share an id with the ones voided.
 func buildCommitSQL(parts int) string {
 	complete, enqueue := parts&partComplete != 0, parts&partEnqueue != 0
@@ -359,6 +365,13 @@ func buildCommitSQL(parts int) string {
 	FROM unnest($%d::text[], $%d::text[], $%d::timestamptz[], $%d::text[]) AS t(id, action, due_at, data)
 	WHERE EXISTS (SELECT 1 FROM u)
 )`, n+1, n+2, n+3, n+4, n+5)
+		n += 5
+	}
+	if parts&partOutbox != 0 {
+		fmt.Fprintf(&sb, `, ob AS (
+	%s
+	WHERE EXISTS (SELECT 1 FROM u)
+)`, outboxSQL(n+1, 8, 6))
 	}
 	sb.WriteString(`, n AS (SELECT pg_notify($29, $30) FROM u)
 SELECT (SELECT count(*) FROM n),
@@ -401,6 +414,10 @@ func commitStatement(expected int64, c store.Commit) (string, []any) {
 			}
 			args = append(args, r.WorkflowID, ids, actions, due, data)
 		}
+	}
+	if len(c.Outbox) > 0 {
+		k |= partOutbox
+		args = append(args, outboxArgs(&c)...)
 	}
 	return commitSQL[k], args
 }

@@ -153,6 +153,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := store.PrepareTimers(&c, true); err != nil {
 		return err
 	}
+	if err := store.PrepareOutbox(&c); err != nil {
+		return err
+	}
 	r := c.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -161,6 +164,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			r.ID, r.WorkflowID, r.State, r.Status, dataText(r.Data), milestones(r.Milestones), text(r.Error), r.Version, r.CreatedAt, r.UpdatedAt, r.WorkflowVersion)
 		queueRest(b, c)
 		queueTimers(b, &c, true)
+		queueOutbox(b, &c)
 		return runBatch(ctx, tx, b)
 	})
 	switch {

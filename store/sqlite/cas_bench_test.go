@@ -31,3 +31,6 @@ var pendingTimers = flag.Int("timers", 100_000, "pending timers stored for Bench
 func BenchmarkCommitWithTimers(b *testing.B) {
 	storetest.BenchmarkCommitWithTimers(b, openBench, *pendingTimers)
 }
+
+// BenchmarkCommitWithOutbox: see storetest.BenchmarkCommitWithOutbox.
+func BenchmarkCommitWithOutbox(b *testing.B) { storetest.BenchmarkCommitWithOutbox(b, openBench) }

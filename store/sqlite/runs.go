@@ -70,6 +70,9 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	if err := store.PrepareTimers(&c, true); err != nil {
 		return err
 	}
+	if err := store.PrepareOutbox(&c); err != nil {
+		return err
+	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
 		res, err := tx.Exec(`INSERT INTO runs (id, workflow_id, state, status, data, milestones, error, version, created_at, updated_at, workflow_version)
@@ -84,7 +87,10 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 		if err := s.applyRest(tx, c, 0); err != nil {
 			return err
 		}
-		return applyTimers(tx, &c, true)
+		if err := applyTimers(tx, &c, true); err != nil {
+			return err
+		}
+		return applyOutbox(tx, &c)
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
 }
 
@@ -268,6 +274,9 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	if err := store.PrepareTimers(&c, false); err != nil {
 		return store.Settled(err)
 	}
+	if err := store.PrepareOutbox(&c); err != nil {
+		return store.Settled(err)
+	}
 	return s.queue(ctx, func(tx wtx) error {
 		r := c.Run
 		args := []any{r.State, r.Status, dataText(r.Data), milestonesJSON(r.Milestones), r.Error, r.Version, nanos(r.UpdatedAt), r.ID, expected,
@@ -299,7 +308,10 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 		if err := s.applyRest(tx, c, patchBytes); err != nil {
 			return err
 		}
-		return applyTimers(tx, &c, false)
+		if err := applyTimers(tx, &c, false); err != nil {
+			return err
+		}
+		return applyOutbox(tx, &c)
 	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
 }
 

@@ -171,7 +171,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// releaseLeases frees the timers and tasks that a previous process held
+// releaseLeases frees the timers, tasks and webhook deliveries that a previous process held
 // under a lease: the file lock proves that process is gone (one process
 // per database), so what it claimed and did not finish is claimable now,
 // at start, instead of when its leases run out. A timer claimed by a
@@ -182,6 +182,9 @@ func releaseLeases(ctx context.Context, db *sql.DB) error {
 	}
 	if _, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = 0 WHERE status = 'running'`); err != nil {
 		return fmt.Errorf("release task leases: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE webhook_deliveries SET owner = '', lease_until = 0, ready_at = next_at WHERE status = 'pending' AND owner != ''`); err != nil {
+		return fmt.Errorf("release delivery leases: %w", err)
 	}
 	return nil
 }

@@ -10,7 +10,9 @@
 // in order) and gap-free per-run event logs; TaskStore checks task claiming
 // with leases and tasks entering and leaving with their run's commits;
 // TimerStore checks timers stored and voided by their run's commits and
-// claimed once, in due order, under leases;
+// claimed once, in due order, under leases; WebhookStore checks
+// subscriptions and the outbox of deliveries stored by their run's
+// commits, claimed once, at the head of their queue, under leases;
 // LedgerStore checks the append-only ledger with gap-free sequence numbers;
 // DefinitionStore checks stored definitions and the runs' pins to them;
 // ScheduleStore checks schedules and the compare-and-set of their last
@@ -39,7 +41,7 @@ import (
 type Factory func(t *testing.T) store.Store
 
 // Run runs every part's suite (RunStore, TaskStore, TimerStore,
-// LedgerStore, DefinitionStore, ScheduleStore) against
+// WebhookStore, LedgerStore, DefinitionStore, ScheduleStore) against
 // stores made by newStore.
 func Run(t *testing.T, newStore Factory) {
 	t.Run("RunStore", func(t *testing.T) {
@@ -50,6 +52,9 @@ func Run(t *testing.T, newStore Factory) {
 	})
 	t.Run("TimerStore", func(t *testing.T) {
 		TimerStore(t, func(t *testing.T) RunsAndTimers { return newStore(t) })
+	})
+	t.Run("WebhookStore", func(t *testing.T) {
+		WebhookStore(t, func(t *testing.T) RunsAndWebhooks { return newStore(t) })
 	})
 	t.Run("LedgerStore", func(t *testing.T) {
 		LedgerStore(t, func(t *testing.T) store.LedgerStore { return newStore(t) })
