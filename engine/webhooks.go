@@ -72,10 +72,14 @@ func messageID(runID string, seq int64, typ string) string {
 	return "msg_" + hex.EncodeToString(h[:16])
 }
 
-// deliveryID is the id of the delivery of message msg to subscription sub.
-func deliveryID(sub, msg string) string {
-	h := sha256.Sum256([]byte(sub + "\x00" + msg))
-	return "dlv_" + hex.EncodeToString(h[:16])
+// deliveryID is the id of the k-th message about event seq of run to
+// subscription sub. The messages of one event share the id's prefix and
+// sort by k after it, so the store (which orders a run's deliveries by
+// seq, then id) sends them in the order the event made them:
+// run.state_changed before run.completed.
+func deliveryID(sub, run string, seq int64, k int) string {
+	h := sha256.Sum256([]byte(sub + "\x00" + run + "\x00" + strconv.FormatInt(seq, 10)))
+	return "dlv_" + hex.EncodeToString(h[:15]) + strconv.Itoa(k)
 }
 
 // webhookTypes returns the message types a commit's event stands for:
@@ -125,7 +129,7 @@ func (e *Engine) outbox(def *workflow.Definition, prevStatus string, c *store.Co
 	}
 	ev := &c.Event
 	status := StatusAfter(def, ev)
-	for _, typ := range webhookTypes(ev, prevStatus, status) {
+	for k, typ := range webhookTypes(ev, prevStatus, status) {
 		var body []byte
 		msg := messageID(c.Run.ID, ev.Seq, typ)
 		for i := range subs.active {
@@ -147,7 +151,7 @@ func (e *Engine) outbox(def *workflow.Definition, prevStatus string, c *store.Co
 				}
 			}
 			c.Outbox = append(c.Outbox, store.Delivery{
-				ID: deliveryID(s.ID, msg), SubscriptionID: s.ID, MessageID: msg, RunID: c.Run.ID, Seq: ev.Seq,
+				ID: deliveryID(s.ID, c.Run.ID, ev.Seq, k), SubscriptionID: s.ID, MessageID: msg, RunID: c.Run.ID, Seq: ev.Seq,
 				Type: typ, Body: body, Status: store.DeliveryPending, NextAt: ev.Time, CreatedAt: ev.Time, UpdatedAt: ev.Time})
 		}
 	}

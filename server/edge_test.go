@@ -121,6 +121,14 @@ func scopeCases() []scopeCase {
 		scopeCase{pattern: "GET /schedules", method: "GET", path: "/schedules", scope: auth.ScopeAdmin},
 		scopeCase{pattern: "GET /schedules/{schedule_id}", method: "GET", path: "/schedules/SCHED", scope: auth.ScopeAdmin},
 		scopeCase{pattern: "DELETE /schedules/{schedule_id}", method: "DELETE", path: "/schedules/SCHED", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "POST /webhooks", method: "POST", path: "/webhooks", scope: auth.ScopeAdmin, body: map[string]any{"url": "https://93.184.215.14/hook", "events": []string{"run.created"}}},
+		scopeCase{pattern: "GET /webhooks", method: "GET", path: "/webhooks", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "GET /webhooks/{id}", method: "GET", path: "/webhooks/WH", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "DELETE /webhooks/{id}", method: "DELETE", path: "/webhooks/WH", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "POST /webhooks/{id}/rotate", method: "POST", path: "/webhooks/WH/rotate", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "GET /webhooks/{id}/deliveries", method: "GET", path: "/webhooks/WH/deliveries", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "GET /webhooks/{id}/deliveries/{delivery_id}", method: "GET", path: "/webhooks/WH/deliveries/DLV", scope: auth.ScopeAdmin},
+		scopeCase{pattern: "POST /webhooks/{id}/deliveries/{delivery_id}/redeliver", method: "POST", path: "/webhooks/WH/deliveries/DLV/redeliver", scope: auth.ScopeAdmin},
 	)
 }
 
@@ -183,7 +191,17 @@ func TestEveryRouteChecksItsScope(t *testing.T) {
 				sr := e.do("POST", "/schedules", map[string]any{"workflow_id": "expense-approval-v1", "cron": "@daily"}, bearer(adminSecret)...)
 				sched, _ = sr.json(t)["schedule_id"].(string)
 			}
-			path := strings.NewReplacer("RUN", id, "INV", inv, "SCHED", sched).Replace(c.path)
+			var wh, dlv string
+			if strings.Contains(c.path, "/WH") {
+				wr := e.do("POST", "/webhooks", map[string]any{"url": "https://93.184.215.14/hook", "events": []string{"run.created"}}, bearer(adminSecret)...)
+				wh, _ = wr.json(t)["id"].(string)
+				e.do("POST", "/runs", map[string]any{"workflow_id": "expense-approval-v1"}, bearer(adminSecret)...)
+				dr := e.do("GET", "/webhooks/"+wh+"/deliveries", nil, bearer(adminSecret)...)
+				if ds, _ := dr.json(t)["deliveries"].([]any); len(ds) > 0 {
+					dlv, _ = ds[0].(map[string]any)["id"].(string)
+				}
+			}
+			path := strings.NewReplacer("RUN", id, "INV", inv, "SCHED", sched, "WH", wh, "DLV", dlv).Replace(c.path)
 			header := slices.Clone(c.header)
 			for i := range header {
 				header[i] = strings.ReplaceAll(header[i], "RUN", id)

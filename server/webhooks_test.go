@@ -53,7 +53,9 @@ func TestWebhooksAPI(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
 		}
 	}
-	e.startRun("config-wizard-v1")
+	if r := e.do("POST", "/runs", map[string]any{"workflow_id": "config-wizard-v1"}, admin...); r.status != 201 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
 	r = e.do("GET", "/webhooks/"+id+"/deliveries", nil, admin...)
 	ds, _ := r.json(t)["deliveries"].([]any)
 	if r.status != 200 || len(ds) != 1 {

@@ -52,7 +52,7 @@ func TestWebhooksPageShowsDeliveries(t *testing.T) {
 		t.Fatalf("the delivery links to %q, want the run", got)
 	}
 	tb.shot("webhooks")
-	tb.do(chromedp.Click(`.deliveries-table tbody tr button`, chromedp.ByQuery))
+	tb.do(chromedp.Click(chromedp.CSS(`.deliveries-table tbody tr button`)))
 	tb.waitJS(row + `?.querySelector('.badge')?.textContent === 'pending'`)
 	page, err := s.eng.WebhookDeliveries(context.Background(), sub.ID, "", 10)
 	if err != nil || len(page.Deliveries) != 1 || page.Deliveries[0].Status != "pending" {
