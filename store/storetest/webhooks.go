@@ -444,7 +444,8 @@ func testDisabledNotClaimed(t *testing.T, s RunsAndWebhooks) {
 }
 
 // testRedeliver: a delivered or failed delivery is pending again, due
-// now, with its message id and attempts; a pending one is made due now.
+// now, with its message id and attempts; a pending one is made due now,
+// and one under a lease stays under it.
 func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 	putSub(t, s, Sub("a"))
 	putSub(t, s, Sub("b"))
@@ -472,6 +473,13 @@ func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 		t.Fatal(err)
 	}
 	wantDeliveries(t, "claim after the redeliveries", claimDel(t, s, now, 10, "w"), "d", "p")
+	if err := s.Redeliver(ctx(), "b", "p", now); err != nil { // leased: the lease stays
+		t.Fatal(err)
+	}
+	wantDeliveries(t, "claim of a leased delivery redelivered", claimDel(t, s, now, 10, "w2"))
+	if d := getDel(t, s, "b", "p"); d.Owner != "w" || !d.LeaseUntil.Equal(now.Add(time.Minute)) {
+		t.Fatalf("a leased delivery redelivered %+v, want it still leased to w", d)
+	}
 	record(t, s, "d", "w", now, store.DeliveryDelivered, time.Time{})
 	if as, _ := s.DeliveryAttempts(ctx(), "d"); len(as) != 2 || as[1].N != 2 {
 		t.Fatalf("attempts after a redelivery = %+v, want 1 and 2", as)
