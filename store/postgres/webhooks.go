@@ -219,7 +219,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, o
 const recordAttemptQuery = `WITH cur AS (
 		SELECT status, owner, attempts FROM webhook_deliveries WHERE id = $1 FOR UPDATE
 	), ok AS (
-		SELECT attempts + 1 AS n FROM cur WHERE status = 'pending' AND owner = $2 AND owner <> ''
+		SELECT attempts + 1 AS n FROM cur WHERE owner = $2 AND owner <> '' -- a settled delivery holds no lease
 	), a AS (
 		INSERT INTO webhook_attempts (delivery_id, n, at, status, class, duration, answer, error)
 		SELECT $1, ok.n, $3, $4, $5, $6, $7, $8 FROM ok

@@ -216,7 +216,7 @@ func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.Del
 		if err != nil {
 			return fmt.Errorf("sqlite: delivery %s: %w", id, err)
 		}
-		if cur != store.DeliveryPending || holder == "" || holder != owner {
+		if holder == "" || holder != owner { // a settled delivery holds no lease
 			return fmt.Errorf("sqlite: delivery %s (%s) is not held by %s: %w", id, cur, owner, store.ErrConflict)
 		}
 		n := attempts + 1

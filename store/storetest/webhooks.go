@@ -420,31 +420,36 @@ func testRecordAttempt(t *testing.T, s RunsAndWebhooks) {
 }
 
 // testDisabledNotClaimed: a disabled subscription's deliveries stay
-// pending and unclaimed (not due for NextDeliveryDue either) until it is
-// enabled again.
+// pending and unclaimed (not due for NextDeliveryDue either), also those
+// stored after it was disabled and those behind a head settled since,
+// until it is enabled again.
 func testDisabledNotClaimed(t *testing.T, s RunsAndWebhooks) {
 	off := Sub("off")
 	putSub(t, s, off)
 	putSub(t, s, Sub("on"))
-	createWith(t, s, "run", Out("d-off", "off", "1"), Out("d-on", "on", "2"))
+	r := createWith(t, s, "run", Out("d-off", "off", "1"), Out("d-on", "on", "2"))
+	commitWith(t, s, r, Out("d-off2", "off", "3"))
+	wantDeliveries(t, "claim", claimDel(t, s, t0, 10, "w"), "d-off", "d-on")
 	off.Disabled, off.DisabledReason = true, "410 Gone"
 	putSub(t, s, off)
-	wantDeliveries(t, "claim", claimDel(t, s, t0, 10, "w"), "d-on")
 	record(t, s, "d-on", "w", t0, store.DeliveryDelivered, time.Time{})
+	record(t, s, "d-off", "w", t0, store.DeliveryDelivered, time.Time{}) // the head in flight when it was disabled
+	createWith(t, s, "run2", Out("d-off3", "off", "4"))                  // stored once disabled
 	wantDeliveries(t, "claim of a disabled subscription's", claimDel(t, s, t0.Add(time.Hour), 10, "w"))
 	if _, ok, err := s.NextDeliveryDue(ctx()); err != nil || ok {
 		t.Fatalf("NextDeliveryDue with only a disabled subscription's pending = %v, %v", ok, err)
 	}
-	if n := pending(t, s); n != 1 {
-		t.Fatalf("PendingDeliveries = %d, want 1 (the disabled subscription's)", n)
+	if n := pending(t, s); n != 2 {
+		t.Fatalf("PendingDeliveries = %d, want 2 (the disabled subscription's)", n)
 	}
 	off.Disabled = false
 	putSub(t, s, off)
-	wantDeliveries(t, "claim once enabled", claimDel(t, s, t0.Add(time.Hour), 10, "w"), "d-off")
+	wantDeliveries(t, "claim once enabled", claimDel(t, s, t0.Add(time.Hour), 10, "w"), "d-off3", "d-off2")
 }
 
 // testRedeliver: a delivered or failed delivery is pending again, due
-// now, with its message id and attempts; a pending one is made due now.
+// now, with its message id and attempts; a pending one is made due now,
+// and one under a lease stays under it.
 func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 	putSub(t, s, Sub("a"))
 	putSub(t, s, Sub("b"))
@@ -472,6 +477,13 @@ func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 		t.Fatal(err)
 	}
 	wantDeliveries(t, "claim after the redeliveries", claimDel(t, s, now, 10, "w"), "d", "p")
+	if err := s.Redeliver(ctx(), "b", "p", now); err != nil { // leased: the lease stays
+		t.Fatal(err)
+	}
+	wantDeliveries(t, "claim of a leased delivery redelivered", claimDel(t, s, now, 10, "w2"))
+	if d := getDel(t, s, "b", "p"); d.Owner != "w" || !d.LeaseUntil.Equal(now.Add(time.Minute)) {
+		t.Fatalf("a leased delivery redelivered %+v, want it still leased to w", d)
+	}
 	record(t, s, "d", "w", now, store.DeliveryDelivered, time.Time{})
 	if as, _ := s.DeliveryAttempts(ctx(), "d"); len(as) != 2 || as[1].N != 2 {
 		t.Fatalf("attempts after a redelivery = %+v, want 1 and 2", as)
