@@ -4,7 +4,7 @@
 //
 // # Parts
 //
-// The contract is split by responsibility into six interfaces, each with
+// The contract is split by responsibility into seven interfaces, each with
 // its own conformance suite in package storetest; Store composes them with
 // Close. The three backends (memstore, sqlite, postgres) implement all of
 // Store and pass every suite. A user depends on the narrowest part it
