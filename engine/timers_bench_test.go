@@ -18,14 +18,21 @@ import (
 var (
 	delayRuns = flag.Int("delay-runs", 10_000, "runs of BenchmarkTimerFiringDelay, each with a timer due within the same second")
 	delayLead = flag.Duration("delay-lead", 20*time.Second, "how long after BenchmarkTimerFiringDelay starts storing its runs their timers fall due (storing them must take less)")
+	delayOpts = engine.TimerOptions{}
 )
+
+func init() {
+	flag.IntVar(&delayOpts.Batch, "delay-batch", 0, "TimerOptions.Batch of BenchmarkTimerFiringDelay (0: the default)")
+	flag.IntVar(&delayOpts.Concurrency, "delay-concurrency", 0, "TimerOptions.Concurrency of BenchmarkTimerFiringDelay (0: the default)")
+}
 
 // BenchmarkTimerFiringDelay measures how late the timer loop fires timers
 // (SPEC section 17; the target is a p99 under 1 s): on each backend
 // (memory, sqlite, and postgres with ASMP_TEST_POSTGRES) it stores
 // -delay-runs runs whose timers fall due spread evenly over one second,
 // -delay-lead after it started storing them, starts the engine's timer
-// loop (StartTimers with its default options, on the real clock) once
+// loop (StartTimers with its default options unless -delay-batch or
+// -delay-concurrency say otherwise, on the real clock) once
 // they are stored, waits until every timer has fired and reports, for
 // each, fired-at (its transition's event time) minus due-at: mean, p99
 // and max in milliseconds. Run it once:
@@ -101,7 +108,8 @@ func timerDelays(b *testing.B, st store.Store, n int, lead time.Duration) []time
 	if left := time.Until(due0); left < 500*time.Millisecond {
 		b.Fatalf("storing %d runs ended %s before their timers fell due; raise -delay-lead (now %s)", n, left, lead)
 	}
-	loop := eng.StartTimers(&engine.TimerOptions{})
+	o := delayOpts
+	loop := eng.StartTimers(&o)
 	defer loop.Stop()
 	for deadline := due0.Add(lead + time.Minute); ; {
 		_, pending, err := st.NextTimerDue(ctx)
