@@ -353,7 +353,7 @@ func TestToolsResourcesGuards(t *testing.T) {
 			t.Fatalf("Resolve = %q %v %v", action, input, err)
 		}
 		review := must(f.b.Transition(ctx, run.RunID, action, input, nil))(t)
-		if review.State != "REVIEW" || !slices.Equal(review.Actions(), []string{"escalate", "reject"}) {
+		if review.State != "REVIEW" || !slices.Equal(review.Actions(), []string{"escalate", "reject", "escalate_to_manager"}) {
 			t.Fatalf("review = %s %v", review.State, review.Actions())
 		}
 		// A guard refuses approve: 403 with the guard's reason as hint.

@@ -85,7 +85,7 @@ func TestToolsAndCall(t *testing.T) {
 	}
 	validFrame(t, res.Frame.Frame)
 	defs, _ = client.Tools(res.Frame.Frame)
-	if got := strings.Join(toolNames(defs), ","); got != "approve,reject" || !defs[1].IsCritical || defs[0].IsCritical {
+	if got := strings.Join(toolNames(defs), ","); got != "approve,reject,escalate_to_manager" || !defs[1].IsCritical || defs[0].IsCritical {
 		t.Fatalf("review tools = %s %+v", got, defs)
 	}
 	if !strings.Contains(defs[1].Description, "a person must confirm") {

@@ -245,7 +245,7 @@ func (l *TimerLoop) run() {
 		l.mu.Lock()
 		l.nextAt = time.Time{}
 		l.mu.Unlock()
-		n, err := e.fireDue(l.ctx, l.opts)
+		n, claimedAt, err := e.fireDue(l.ctx, l.opts)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("claiming due timers failed", "err", err)
 		}
@@ -253,12 +253,15 @@ func (l *TimerLoop) run() {
 			continue // more may be due
 		}
 		wait := l.opts.Poll
-		if at, ok, err := e.store.NextTimerDue(l.ctx); err == nil && ok {
+		if at, ok, nerr := e.store.NextTimerDue(l.ctx); nerr == nil && ok {
+			if err == nil && at.After(claimedAt) && !at.After(e.clock.Now()) {
+				continue // fell due while the claimed ones fired: claim it now
+			}
 			wait = min(wait, at.Sub(e.clock.Now()))
 		}
 		if wait <= 0 {
-			// Due but not claimed (a claim error, or another process's
-			// lease just ending): do not spin.
+			// Due at the last claim but not claimed (a claim error, or
+			// another process's lease just ending): do not spin.
 			wait = min(l.opts.Poll, 50*time.Millisecond)
 		}
 		l.mu.Lock()
@@ -281,7 +284,8 @@ func (l *TimerLoop) run() {
 // clock, or a process that fires timers from its own schedule, may call
 // it directly. nil o means TimerOptions' defaults.
 func (e *Engine) FireDueTimers(ctx context.Context, o *TimerOptions) (int, error) {
-	return e.fireDue(ctx, timerDefaults(o))
+	n, _, err := e.fireDue(ctx, timerDefaults(o))
+	return n, err
 }
 
 func timerDefaults(opts *TimerOptions) TimerOptions {
@@ -307,11 +311,14 @@ func timerDefaults(opts *TimerOptions) TimerOptions {
 	return o
 }
 
-func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, error) {
+// fireDue claims and fires the timers due now, and returns how many it
+// claimed and the time it claimed them by: every timer claimable then
+// was claimed, unless the batch was full.
+func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, time.Time, error) {
 	now := e.clock.Now()
 	ts, err := e.store.ClaimDueTimers(ctx, now, o.Batch, o.Owner, now.Add(o.Lease))
 	if err != nil {
-		return 0, internal("could not claim due timers", err)
+		return 0, now, internal("could not claim due timers", err)
 	}
 	sem := make(chan struct{}, o.Concurrency)
 	var wg sync.WaitGroup
@@ -334,7 +341,7 @@ func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, error) {
 		}()
 	}
 	wg.Wait()
-	return len(ts), nil
+	return len(ts), now, nil
 }
 
 // FireTimer fires t, a timer the caller claimed: if the run is still in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -394,4 +395,47 @@ func waitState(t *testing.T, r *timerRig, id, state string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// A timer that falls due while the loop fires others is claimed as soon
+// as they are done, not after the loop's back-off for timers it could not
+// claim: here the first timer's firing moves the clock past the second's
+// due time, and the clock never moves again.
+func TestTimerLoopClaimsWhatFellDueWhileFiring(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		fc := clock.NewFake(timerT0)
+		var armed atomic.Bool
+		wb := workflow.New("chain-v1", "WAIT")
+		wb.State("WAIT").At("data.due_at", "go")
+		wb.State("DONE")
+		wb.Transition("WAIT", "go", "DONE").Guard(func(map[string]any) (bool, string) {
+			if armed.CompareAndSwap(true, false) {
+				fc.Advance(time.Millisecond) // the firing takes a millisecond
+			}
+			return true, ""
+		})
+		eng, err := engine.New(b.New(t).Open(t), []*workflow.Definition{wb.MustBuild()}, &engine.Options{Clock: fc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop := eng.StartTimers(&engine.TimerOptions{Poll: time.Hour})
+		defer loop.Stop()
+		r := &timerRig{eng: eng, clock: fc}
+		due := timerT0.Add(time.Minute)
+		var ids []string
+		for _, at := range []time.Time{due, due.Add(time.Millisecond)} {
+			run, err := eng.StartRun(context.Background(), "chain-v1", map[string]any{"due_at": at.Format(time.RFC3339Nano)}, engine.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, run.ID)
+		}
+		if err := fc.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		fc.Advance(time.Minute)
+		waitState(t, r, ids[0], "DONE")
+		waitState(t, r, ids[1], "DONE")
+	})
 }

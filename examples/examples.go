@@ -1,8 +1,8 @@
 // Package examples holds the workflows a bare `asmp serve` serves: the
 // config wizard of the ASMP dynamic CLI seed (config-wizard-v1, the default)
 // and an expense approval (expense-approval-v1) that uses everything a state
-// can carry: a skill, a Go tool, resources, a guard, milestones, and a
-// background task that reports progress.
+// can carry: a skill, a Go tool, resources, a guard, milestones, a timer,
+// and a background task that reports progress.
 package examples
 
 import (
@@ -65,19 +65,42 @@ const policyText = `# Expense policy
 - Larger claims go to finance review (action: escalate).
 - Every claim needs a description of what was bought and why.
 - Rejected claims must carry a reason.
+- A claim nobody reviews within the review timeout (48 hours by default)
+  goes to a manager (action: escalate_to_manager, fired by a timer), who
+  approves or rejects it whatever the amount.
 `
 
 // DefaultPaymentStep is how long each of the payment task's five steps
 // takes unless Options say otherwise.
 const DefaultPaymentStep = 600 * time.Millisecond
 
-// Options vary the built-in workflows' behaviour (not their definitions:
-// a workflow built with any Options has the same version). The zero value
-// is what asmp serve serves.
+// DefaultReviewTimeout is how long expense-approval-v1's REVIEW waits for a
+// reviewer before its timer escalates the claim to a manager, unless
+// Options say otherwise.
+const DefaultReviewTimeout = 48 * time.Hour
+
+// Options vary the built-in workflows' behaviour. The zero value is what
+// asmp serve serves. PaymentStep changes how a Go func behaves, not the
+// definition, so a workflow built with any PaymentStep has the same
+// version; ReviewTimeout is a timer's duration, part of the definition, so
+// a ReviewTimeout other than DefaultReviewTimeout is another version (a
+// run keeps the timeout of the version it started on).
 type Options struct {
 	// PaymentStep is how long each of expense-approval-v1's five payment
 	// steps takes (0: DefaultPaymentStep). Tests shorten it.
 	PaymentStep time.Duration
+	// ReviewTimeout is how long a claim may stay in expense-approval-v1's
+	// REVIEW before a timer fires escalate_to_manager as actor "timer",
+	// moving it to ESCALATED (0: DefaultReviewTimeout). asmp serve has
+	// no flag for it; a program embedding the examples sets it here.
+	ReviewTimeout time.Duration
+}
+
+func (o Options) reviewTimeout() time.Duration {
+	if o.ReviewTimeout > 0 {
+		return o.ReviewTimeout
+	}
+	return DefaultReviewTimeout
 }
 
 func (o Options) paymentStep() time.Duration {
@@ -88,8 +111,10 @@ func (o Options) paymentStep() time.Duration {
 }
 
 // ExpenseApproval returns expense-approval-v1: submit a claim, review it
-// (approve only up to ApprovalLimit, else escalate to finance), then a
-// background payment task that reports progress and moves the run to PAID.
+// (approve only up to ApprovalLimit, else escalate to finance; a claim
+// nobody reviews within the review timeout is escalated to a manager by a
+// timer), then a background payment task that reports progress and moves
+// the run to PAID.
 func ExpenseApproval() *workflow.Definition { return ExpenseApprovalWith(Options{}) }
 
 // ExpenseApprovalWith is ExpenseApproval with o's behaviour.
@@ -108,22 +133,34 @@ func ExpenseApprovalWith(o Options) *workflow.Definition {
 		CLI(workflow.CLIHook{Prompt: "New expense claim", Hint: "Enter the amount in EUR and what was bought and why.",
 			InputHint: "amount (number), description (string):",
 			Options:   []workflow.CLIOption{{Action: "submit", Label: "Submit claim", Keys: "enter"}}})
+	timeout := humanDuration(o.reviewTimeout())
 	b.State("REVIEW").
-		Hint("Review the claim. approve is offered only up to the approval limit; escalate larger claims to finance, or reject with a reason.").
+		Hint("Review the claim. approve is offered only up to the approval limit; escalate larger claims to finance, or reject with a reason. Unreviewed after "+timeout+", the claim goes to a manager (escalate_to_manager).").
 		Milestone("Claim submitted").
 		Resource(workflow.Resource{Path: "claim", Name: "The claim as submitted", MimeType: "application/json", Handler: claimResource}).
+		After(o.reviewTimeout(), "escalate_to_manager").
 		CLI(workflow.CLIHook{Prompt: "Review the claim",
-			Hint: fmt.Sprintf("{data.description}: {data.amount} EUR. Claims up to %d EUR can be approved here, larger ones are escalated to finance; a rejection needs a reason.", ApprovalLimit),
+			Hint: fmt.Sprintf("{data.description}: {data.amount} EUR. Claims up to %d EUR can be approved here, larger ones are escalated to finance; a rejection needs a reason. Unreviewed after %s, the claim goes to a manager.", ApprovalLimit, timeout),
 			Options: []workflow.CLIOption{
 				{Action: "approve", Label: "Approve", Keys: "a"},
 				{Action: "escalate", Label: "Escalate to finance", Keys: "e"},
 				{Action: "reject", Label: "Reject", Keys: "r"},
+				{Action: "escalate_to_manager", Label: "Hand to a manager", Keys: "m"},
 			}})
 	b.State("FINANCE_REVIEW").
 		Hint("Finance review: approve or reject the claim.").
 		Milestone("Escalated to finance").
 		CLI(workflow.CLIHook{Prompt: "Finance review",
 			Hint: "{data.description}: {data.amount} EUR, over the reviewer's limit. Approve it or reject it with a reason.",
+			Options: []workflow.CLIOption{
+				{Action: "approve", Label: "Approve", Keys: "a"},
+				{Action: "reject", Label: "Reject", Keys: "r"},
+			}})
+	b.State("ESCALATED").
+		Hint("Nobody reviewed the claim in time: a manager approves or rejects it, whatever the amount.").
+		Milestone("Escalated to a manager").
+		CLI(workflow.CLIHook{Prompt: "Manager review",
+			Hint: "{data.description}: {data.amount} EUR, not reviewed in time. Approve it or reject it with a reason.",
 			Options: []workflow.CLIOption{
 				{Action: "approve", Label: "Approve", Keys: "a"},
 				{Action: "reject", Label: "Reject", Keys: "r"},
@@ -144,12 +181,28 @@ func ExpenseApprovalWith(o Options) *workflow.Definition {
 	b.Transition("REVIEW", "escalate", "FINANCE_REVIEW").
 		GuardExpr(fmt.Sprintf("data.amount > %d", ApprovalLimit), fmt.Sprintf("Only claims over %d go to finance; approve or reject this one.", ApprovalLimit))
 	b.Transition("REVIEW", "reject", "REJECTED").Expect("reason", "string").Critical()
+	b.Transition("REVIEW", "escalate_to_manager", "ESCALATED")
 	b.Transition("FINANCE_REVIEW", "approve", "PAYING")
 	b.Transition("FINANCE_REVIEW", "reject", "REJECTED").Expect("reason", "string").Critical()
+	b.Transition("ESCALATED", "approve", "PAYING")
+	b.Transition("ESCALATED", "reject", "REJECTED").Expect("reason", "string").Critical()
 	b.Transition("PAYING", "paid", "PAID")
 	b.Transition("PAYING", "payment_failed", "REVIEW")
 	b.Transition("PAYING", "cancel", "CANCELLED").Critical()
 	return b.MustBuild()
+}
+
+// humanDuration spells d as hints do: 48h, 30m, 90s (not 48h0m0s).
+func humanDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
 }
 
 func policyCheck(ctx context.Context, call workflow.ToolCall) (any, error) {

@@ -429,7 +429,7 @@ func TestToolsResourcesGuardsSkills(t *testing.T) {
 		t.Fatalf("unknown tool: %d %s", r.status, r.body)
 	}
 	f = frame(t, e.fire(id, "submit", map[string]any{"amount": 2500, "description": "A laptop"}), 200)
-	if f.State != "REVIEW" || !reflect.DeepEqual(f.Actions(), []string{"escalate", "reject"}) || !reflect.DeepEqual(f.Milestones, []string{"Claim submitted"}) {
+	if f.State != "REVIEW" || !reflect.DeepEqual(f.Actions(), []string{"escalate", "reject", "escalate_to_manager"}) || !reflect.DeepEqual(f.Milestones, []string{"Claim submitted"}) {
 		t.Fatalf("REVIEW frame for a large claim = %+v", f)
 	}
 	if !f.NextStates[1].IsCritical {
@@ -444,7 +444,7 @@ func TestToolsResourcesGuardsSkills(t *testing.T) {
 		t.Fatalf("claim resource: %d %s", claim.status, claim.body)
 	}
 	cli := cliObj(t, e.do("GET", "/runs/"+id+"/cli", nil))
-	if len(cli.Options) != 2 || cli.Options[0].Action != "escalate" || cli.Options[1].Action != "reject" {
+	if len(cli.Options) != 3 || cli.Options[0].Action != "escalate" || cli.Options[1].Action != "reject" || cli.Options[2].Action != "escalate_to_manager" {
 		t.Fatalf("CLI drops the guarded option: %+v", cli.Options)
 	}
 	f = frame(t, e.fire(id, "escalate", nil), 200)

@@ -394,7 +394,7 @@ func TestDriveExpenseThroughProcessing(t *testing.T) {
 			return call("submit", `{"amount": 120, "description": "Taxi to the airport"}`)
 		},
 		func(t testing.TB, r chatRequest) []string {
-			if r.toolNames() != "approve,reject" || !strings.Contains(r.system(), `"amount":120`) {
+			if r.toolNames() != "approve,reject,escalate_to_manager" || !strings.Contains(r.system(), `"amount":120`) {
 				t.Errorf("at REVIEW: tools %s\n%s", r.toolNames(), r.system())
 			}
 			return call("approve", `{}`)

@@ -451,7 +451,7 @@ func TestExpenseApprovalWithDynamicTools(t *testing.T) {
 		}
 		c.refused("submit", map[string]any{"amount": "a lot", "description": "x"}, "amount")
 		sc = c.step("submit", map[string]any{"amount": 2500, "description": "Conference ticket"})
-		if got := strs(sc["tools"]); !slices.Equal(got, []string{"escalate", "reject"}) {
+		if got := strs(sc["tools"]); !slices.Equal(got, []string{"escalate", "escalate_to_manager", "reject"}) {
 			t.Fatalf("REVIEW of 2500 offers %v (approve is guarded)", got)
 		}
 		if d := c.tools()["reject"].Description; !strings.Contains(d, "Critical") {
