@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -55,8 +56,16 @@ type RowCall struct {
 	RunID    string
 	State    string
 	Tool     string // the tool name, for tools
-	TaskID   string // the task id, for tasks (stable across attempts)
-	Attempt  int    // the task attempt, from 1
+	// TaskID is the task id, for tasks: stable across the runs of one
+	// attempt (a re-run after a crash); each retry of a failed attempt
+	// (RetryAttempt > 1) is a task of its own, with its own id.
+	TaskID string
+	// Attempt counts the runs of the task TaskID, from 1: 2 is a re-run of
+	// the same attempt after a crash (its ledger key replays the first).
+	Attempt int
+	// RetryAttempt is the attempt under the state's retry policy, from 1;
+	// MaxAttempts is the policy's bound (1 without retries).
+	RetryAttempt, MaxAttempts int
 	// Actor is the principal on whose behalf the row runs ("task" for tasks).
 	Actor string
 	// Scopes are the caller's scopes; nil means all (tasks run with the
@@ -100,6 +109,10 @@ type Options struct {
 	// Webhooks sends webhook messages and checks subscription URLs; nil
 	// means webhook.NewSender(nil): https to public addresses only.
 	Webhooks *webhook.Sender
+	// Rand returns a number in [0, 1) for the jitter of task retries
+	// (workflow.RetryPolicy.Jitter); nil means math/rand/v2's Float64.
+	// Tests pass a fixed function to make retry delays deterministic.
+	Rand func() float64
 }
 
 // DefaultMaxRunData is the bound on a run's data when Options.MaxRunData
@@ -134,6 +147,7 @@ type Engine struct {
 	retries int
 	invoker RowInvoker
 	maxData int64
+	rand    func() float64
 	locks   [256]sync.Mutex
 	pendMu  sync.Mutex
 	pending map[string]*pendingCommit // runs' queued commits and last known values
@@ -195,6 +209,7 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 		invoker:  opts.Invoker,
 		maxData:  opts.MaxRunData,
 		webhooks: opts.Webhooks,
+		rand:     opts.Rand,
 	}
 	if e.webhooks == nil {
 		e.webhooks = webhook.NewSender(nil)
@@ -216,6 +231,9 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 	}
 	if e.retries <= 0 {
 		e.retries = DefaultMaxRetries
+	}
+	if e.rand == nil {
+		e.rand = rand.Float64
 	}
 	if e.maxData <= 0 {
 		e.maxData = DefaultMaxRunData

@@ -12,8 +12,10 @@ import (
 type Observer interface {
 	// Committed reports a change this process committed to a run of
 	// workflowID: kind is the event's kind (store.EventCreated,
-	// store.EventTransition or store.EventFailed: a background task failed
-	// the run) and action the action fired ("" but for transitions).
+	// store.EventTransition, store.EventFailed: a background task failed
+	// the run, store.EventRetry: a task's attempt failed and is retried,
+	// store.EventTimerRefused) and action the action fired ("" but for
+	// transitions and refused timers; the failed attempt for retries).
 	Committed(workflowID, kind, action string)
 	// Pruned reports that retention (Prune) deleted run runID of
 	// workflowID, with its events and tasks.

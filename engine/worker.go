@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/workflow"
@@ -27,7 +30,10 @@ type WorkerOptions struct {
 	Lease time.Duration
 	// Poll is how often idle workers look for tasks enqueued by other
 	// processes or left by a crash (0 = 1s). Tasks enqueued by this process
-	// wake a worker at once.
+	// wake a worker at once, and the retries it schedules wake one when
+	// they are due by the engine's clock (Options.Clock); a retry another
+	// process scheduled (or this one, before a restart) is found on the
+	// first look after it is due.
 	Poll time.Duration
 	// Owner names this process in task leases (default: a random id).
 	Owner string
@@ -43,6 +49,45 @@ type Workers struct {
 	cancel   context.CancelFunc //
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+
+	dueMu sync.Mutex
+	dues  []time.Time // not-before times of the retries this process scheduled, sorted
+}
+
+// maxDues bounds the retry times a Workers remembers; retries beyond them
+// are found by polling.
+const maxDues = 4096
+
+// addDue remembers that a retry is claimable from at, to wake a worker
+// then.
+func (w *Workers) addDue(at time.Time) {
+	w.dueMu.Lock()
+	defer w.dueMu.Unlock()
+	i, _ := slices.BinarySearchFunc(w.dues, at, time.Time.Compare)
+	if i >= maxDues {
+		return
+	}
+	w.dues = slices.Insert(w.dues, i, at)
+	if len(w.dues) > maxDues {
+		w.dues = w.dues[:maxDues]
+	}
+}
+
+// nextDue forgets the retry times at or before now (a claim at now found
+// nothing claimable: those tasks were claimed, or are done) and returns the
+// earliest one left.
+func (w *Workers) nextDue(now time.Time) (time.Time, bool) {
+	w.dueMu.Lock()
+	defer w.dueMu.Unlock()
+	i := 0
+	for i < len(w.dues) && !w.dues[i].After(now) {
+		i++
+	}
+	w.dues = w.dues[i:]
+	if len(w.dues) == 0 {
+		return time.Time{}, false
+	}
+	return w.dues[0], true
 }
 
 // StartWorkers starts the task workers. Stop them with Stop before closing
@@ -121,7 +166,8 @@ func (w *Workers) loop() {
 		if w.stopping() || w.ctx.Err() != nil {
 			return
 		}
-		task, ok, err := w.e.store.ClaimTask(w.ctx, w.opts.Owner, w.e.now(), w.opts.Lease, w.e.workflowIDs)
+		now := w.e.now()
+		task, ok, err := w.e.store.ClaimTask(w.ctx, w.opts.Owner, now, w.opts.Lease, w.e.workflowIDs)
 		if err != nil && w.ctx.Err() == nil {
 			w.e.log.Error("claiming a task failed", "err", err)
 		}
@@ -129,14 +175,29 @@ func (w *Workers) loop() {
 			w.run(task)
 			continue
 		}
+		// Wait for a wake-up, the poll (wall time: it looks for other
+		// processes' tasks), or the next retry this process scheduled, by
+		// the engine's clock (a fake one in tests).
+		var due <-chan time.Time
+		var dueTimer clock.Timer
+		if at, ok := w.nextDue(now); ok {
+			d := at.Sub(w.e.clock.Now())
+			if d <= 0 {
+				continue // due since the claim: look again
+			}
+			dueTimer = w.e.clock.NewTimer(d)
+			due = dueTimer.C()
+		}
 		t.Reset(w.opts.Poll)
 		select {
 		case <-w.ctx.Done():
-			return
 		case <-w.stop:
-			return
 		case <-w.wake:
 		case <-t.C:
+		case <-due:
+		}
+		if dueTimer != nil {
+			dueTimer.Stop()
 		}
 	}
 }
@@ -144,7 +205,7 @@ func (w *Workers) loop() {
 // run executes one claimed task and applies its outcome.
 func (w *Workers) run(t store.Task) {
 	e := w.e
-	log := e.log.With("task", t.ID, "run", t.RunID, "state", t.State, "attempt", t.Attempts)
+	log := e.log.With("task", t.ID, "run", t.RunID, "state", t.State, "attempt", taskAttempt(t), "claims", t.Attempts)
 	bg := context.Background()
 	r, err := e.GetRun(bg, t.RunID)
 	if err != nil && protocol.ErrorCode(err) != protocol.ENotFound {
@@ -242,7 +303,26 @@ type TaskReceipt interface {
 // and its result (for the state's task output key).
 func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t store.Task) (action string, output, receipt any, err error) {
 	e := w.e
+	attempt, maxAttempts := taskAttempt(t), 1
+	if p := st.Task.Retry; p != nil {
+		maxAttempts = max(p.MaxAttempts, 1)
+	}
 	report := func(progress, hint string) { e.PublishProgress(r.ID, t.Version, progress, hint) }
+	if maxAttempts > 1 {
+		// Under a retry policy, say which attempt reports.
+		of := "Attempt " + strconv.Itoa(attempt) + " of " + strconv.Itoa(maxAttempts)
+		report = func(progress, hint string) {
+			if hint == "" {
+				hint = of + "."
+			} else {
+				hint = of + ": " + hint
+			}
+			e.PublishProgress(r.ID, t.Version, progress, hint)
+		}
+		if attempt > 1 {
+			e.PublishProgress(r.ID, t.Version, "attempt "+strconv.Itoa(attempt)+" of "+strconv.Itoa(maxAttempts), of+" of the task of state "+r.State+" started.")
+		}
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("task panicked: %v", v)
@@ -250,7 +330,7 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 	}()
 	if st.Task.Func != nil {
 		tc := &workflow.TaskContext{
-			RunID: r.ID, State: r.State, Data: r.Data, IdempotencyKey: t.ID, Attempt: t.Attempts, Report: report,
+			RunID: r.ID, State: r.State, Data: r.Data, IdempotencyKey: entryTaskID(t), Attempt: attempt, MaxAttempts: maxAttempts, Report: report,
 		}
 		action, err = st.Task.Func(ctx, tc)
 		return action, tc.Result, nil, err
@@ -260,7 +340,7 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 	}
 	res, ok, reason, err := e.invoker.InvokeRow(ctx, RowCall{
 		Key: st.Task.Row, Input: r.Data, FromData: true, RunID: r.ID, State: r.State,
-		TaskID: t.ID, Attempt: t.Attempts, Actor: "task", Progress: report,
+		TaskID: t.ID, Attempt: max(t.Attempts, 1), RetryAttempt: attempt, MaxAttempts: maxAttempts, Actor: "task", Progress: report,
 	})
 	if err != nil {
 		return "", nil, nil, err
@@ -287,6 +367,9 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 	}
 	if terr == nil && action == "" {
 		terr = errors.New("the task returned no action and the state declares no on_success")
+	}
+	if terr != nil && w.retry(r, st, t, terr, log) {
+		return
 	}
 	if terr != nil {
 		log.Info("task failed", "err", terr)
@@ -345,6 +428,87 @@ func (w *Workers) apply(r *Run, st *workflow.State, t store.Task, action string,
 		}
 		log.Error("marking the run failed did not work", "err", err)
 	}
+}
+
+// retry schedules the next attempt of t after this one failed with cause,
+// when st's retry policy allows one, and reports whether it handled the
+// failure: the retry is committed (or the run moved on, and t is done), or
+// the store failed (t's lease ends and the attempt runs again). Only the
+// failures of the task itself are retried (an error, a panic, no action
+// to fire); a result that cannot be stored and a transition the run
+// refuses are not, as the same result would fail the same way.
+func (w *Workers) retry(r *Run, st *workflow.State, t store.Task, cause error, log *slog.Logger) bool {
+	e := w.e
+	bg := context.Background()
+	delay, ok := st.Task.Retry.Next(taskAttempt(t), e.rand)
+	if !ok {
+		return false
+	}
+	at, err := e.retryTask(bg, r.ID, t, st.Task.Retry.MaxAttempts, delay, cause)
+	switch {
+	case err == nil:
+		log.Info("task failed; retrying", "err", cause, "not_before", at)
+		w.addDue(at)
+		w.notify()
+	case errors.Is(err, errTaskStale):
+		_ = e.store.FinishTask(bg, t.ID)
+	default:
+		log.Error("scheduling the task's retry failed; the attempt runs again when its lease ends", "err", err)
+	}
+	return true
+}
+
+// retryTask commits, under the run's lock, the retry of t, whose attempt
+// failed with cause: an event of kind store.EventRetry (actor "task", its
+// reason naming the attempt, the failure and when the next attempt
+// starts), the run staying in its state with its data, t done and the
+// next attempt's task enqueued, claimable after delay (by the engine's
+// clock). The run's timers are kept: a retry does not enter the state
+// again. errTaskStale when the run is no longer at t's version (it moved
+// on: the compare-and-set guards a change made meanwhile).
+func (e *Engine) retryTask(ctx context.Context, runID string, t store.Task, maxAttempts int, delay time.Duration, cause error) (time.Time, error) {
+	mu := e.lock(runID)
+	mu.Lock()
+	defer mu.Unlock()
+	r, err := e.GetRun(ctx, runID)
+	if protocol.ErrorCode(err) == protocol.ENotFound {
+		return time.Time{}, errTaskStale
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if r.Version != t.Version || r.State != t.State || r.Snapshot.Status != protocol.StatusProcessing {
+		return time.Time{}, errTaskStale
+	}
+	now := e.now().UTC()
+	at := now.Add(delay)
+	attempt := taskAttempt(t)
+	msg := protocol.Truncate(strings.TrimSpace(cause.Error()), maxFailureReason-200)
+	if msg != "" && !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	next := r.Run
+	next.Version++
+	next.UpdatedAt = now
+	next.Snapshot.Error = fmt.Sprintf("Attempt %d of %d failed: %s Attempt %d starts at %s.", attempt, maxAttempts, msg, attempt+1, at.Format(time.RFC3339))
+	task := e.newTask(r.ID, r.State, next.Version, now)
+	task.Attempt, task.NotBefore = attempt+1, at
+	c := store.Commit{
+		Run: next,
+		Event: store.Event{RunID: r.ID, Seq: next.Version, Time: now, Kind: store.EventRetry, Action: strconv.Itoa(attempt), From: r.State, To: r.State,
+			Actor: "task", Reason: next.Snapshot.Error, Offered: actionNames(e.Offered(r)), Patch: noChange, Snapshot: next.Snapshot},
+		Complete: t.ID,
+		Enqueue:  task,
+	}
+	err = e.store.CommitRun(ctx, r.Version, c).Wait()
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		return time.Time{}, errTaskStale
+	}
+	if err != nil {
+		return time.Time{}, internal("could not store a task's retry", err)
+	}
+	e.published(r.WorkflowID, c.Event)
+	return at, nil
 }
 
 // failureReason is the stored, shown reason of a task's failure.

@@ -134,9 +134,11 @@ const (
 	EventCreated    = "created"
 	EventTransition = "transition"
 	EventFailed     = "failed" // a task failed with no failure action
-	// EventRetry records a failed task attempt that is retried: Reason is
-	// the failure, Action the attempt that failed ("1" = the first), Data
-	// the retry's not-before time. The run stays in its state.
+	// EventRetry records a failed task attempt that is retried: Reason
+	// (also the snapshot's Error) names the attempt, the failure and the
+	// next attempt's not-before time (RFC 3339); Action is the attempt
+	// that failed ("1" = the first). The run stays in its state, with its
+	// data and timers.
 	EventRetry = "retry"
 	// EventMigrated records a migration: the run was re-pinned from the
 	// version in Event.Action to the one in Event.WorkflowVersion, and

@@ -256,10 +256,15 @@ type TaskContext struct {
 	RunID string
 	State string
 	Data  map[string]any
-	// IdempotencyKey is the same for every attempt of one entry into State.
+	// IdempotencyKey is the same for every attempt of one entry into State:
+	// its retries (Task.Retry) and its re-runs after a crash.
 	IdempotencyKey string
-	// Attempt counts runs of this task for this entry, from 1.
+	// Attempt is the attempt of this entry's task under the state's retry
+	// policy, from 1 (a re-run after a crash keeps its attempt's number).
 	Attempt int
+	// MaxAttempts is the retry policy's bound on attempts: 1 without a
+	// policy, so Attempt == MaxAttempts on the last attempt.
+	MaxAttempts int
 	// Report publishes progress to the run's stream subscribers.
 	Report func(progress, hint string)
 	// Result, set by the task, is stored under the state's Task.Output
