@@ -123,7 +123,9 @@ func nRetries(n int) func([]store.Event) bool {
 }
 
 func lastState(state string) func([]store.Event) bool {
-	return func(evs []store.Event) bool { return len(evs) > 0 && evs[len(evs)-1].To == state && evs[len(evs)-1].Kind == store.EventTransition }
+	return func(evs []store.Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].To == state && evs[len(evs)-1].Kind == store.EventTransition
+	}
 }
 
 // A task that fails twice, then succeeds, under max_attempts 5, backoff
@@ -307,4 +309,3 @@ func TestTaskRetryStaleWhenTheRunMovedOn(t *testing.T) {
 		}
 	})
 }
-
