@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/asmp-dev/asmp/clock"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden exchanges in testdata/golden")
@@ -51,7 +54,9 @@ func TestGoldenExchanges(t *testing.T) {
 	}
 	for name, conv := range conversations {
 		t.Run(name, func(t *testing.T) {
-			e := start(t, setup{})
+			// A fixed clock: the due times of timer links are part of the
+			// exchange.
+			e := start(t, setup{clock: clock.NewFake(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))})
 			created := e.do("POST", "/runs", map[string]any{"workflow_id": conv.workflow})
 			if conv.workflow == "" {
 				created = e.do("POST", "/runs", nil)

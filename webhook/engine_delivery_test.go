@@ -1,4 +1,4 @@
-package engine_test
+package webhook_test
 
 import (
 	"context"
@@ -22,37 +22,37 @@ import (
 	"github.com/asmp-dev/asmp/workflow"
 )
 
-// receiver is a webhook receiver on loopback: it verifies every request
+// hookReceiver is a webhook hookReceiver on loopback: it verifies every request
 // with the SDK's verifier, answers what answer says (200 by default) and
 // keeps what it was sent.
-type receiver struct {
+type hookReceiver struct {
 	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	secret   string
 	answer   func(n int, id string) int // the status for the n-th request (from 1)
-	got      []receivedMsg
+	got      []hookMsg
 	inFlight map[string]int // message id -> requests being answered
 	overlap  bool           // a message was in flight twice at once
 	now      func() time.Time
 }
 
-type receivedMsg struct {
+type hookMsg struct {
 	ID     string
 	Status int
 	Msg    protocol.WebhookMessage
 	Header http.Header
 }
 
-func newReceiver(t testing.TB) *receiver {
-	rc := &receiver{t: t, inFlight: map[string]int{}, now: time.Now}
+func newHookReceiver(t testing.TB) *hookReceiver {
+	rc := &hookReceiver{t: t, inFlight: map[string]int{}, now: time.Now}
 	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
 }
 
-func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+func (rc *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	id := r.Header.Get("webhook-id")
 	rc.mu.Lock()
@@ -78,15 +78,15 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(time.Millisecond) // widen the window in which a second sender would overlap
 	rc.mu.Lock()
 	rc.inFlight[id]--
-	rc.got = append(rc.got, receivedMsg{ID: id, Status: status, Msg: m, Header: r.Header.Clone()})
+	rc.got = append(rc.got, hookMsg{ID: id, Status: status, Msg: m, Header: r.Header.Clone()})
 	rc.mu.Unlock()
 	w.WriteHeader(status)
 }
 
-func (rc *receiver) received() []receivedMsg {
+func (rc *hookReceiver) received() []hookMsg {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return append([]receivedMsg(nil), rc.got...)
+	return append([]hookMsg(nil), rc.got...)
 }
 
 // hookFlow: START -submit-> REVIEW -approve-> DONE (completed), REVIEW -tick-> REVIEW.
@@ -109,10 +109,12 @@ func hookFlow(t testing.TB) *workflow.Definition {
 type hookRig struct {
 	eng   *engine.Engine
 	clock *clock.Fake
-	rc    *receiver
+	rc    *hookReceiver
 }
 
-func loopbackSender(fc *clock.Fake) *webhook.Sender {
+var hookT0 = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+
+func hookSender(fc *clock.Fake) *webhook.Sender {
 	allow, err := webhook.ParseAllowList("127.0.0.1/32")
 	if err != nil {
 		panic(err)
@@ -120,9 +122,9 @@ func loopbackSender(fc *clock.Fake) *webhook.Sender {
 	return webhook.NewSender(&webhook.Options{Policy: webhook.Policy{Allow: allow}, Now: fc.Now, Timeout: 5 * time.Second})
 }
 
-func newHookRig(t testing.TB, st store.Store, fc *clock.Fake, rc *receiver) *hookRig {
+func newHookRig(t testing.TB, st store.Store, fc *clock.Fake, rc *hookReceiver) *hookRig {
 	t.Helper()
-	eng, err := engine.New(st, []*workflow.Definition{hookFlow(t)}, &engine.Options{Clock: fc, Webhooks: loopbackSender(fc)})
+	eng, err := engine.New(st, []*workflow.Definition{hookFlow(t)}, &engine.Options{Clock: fc, Webhooks: hookSender(fc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +167,7 @@ func (h *hookRig) move(t testing.TB, id string, actions ...string) {
 	}
 }
 
-func types(ms []receivedMsg) string {
+func hookTypes(ms []hookMsg) string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, m.Msg.Type+"@"+m.Msg.Data.State)
@@ -173,12 +175,12 @@ func types(ms []receivedMsg) string {
 	return strings.Join(out, " ")
 }
 
-// A run's changes reach the receiver signed, in order, with the message
+// A run's changes reach the hookReceiver signed, in order, with the message
 // body the spec names; the outbox is written with each commit.
 func TestWebhooksDeliverSignedMessagesInOrder(t *testing.T) {
 	backends.Each(t, func(t *testing.T, b backends.Backend) {
 		st := b.New(t).Open(t)
-		h := newHookRig(t, st, clock.NewFake(timerT0), newReceiver(t))
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
 		sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed", "run.completed"}})
 		if !strings.HasPrefix(sub.Secret, "whsec_") {
 			t.Fatalf("secret %q", sub.Secret)
@@ -194,12 +196,12 @@ func TestWebhooksDeliverSignedMessagesInOrder(t *testing.T) {
 		for h.deliver(t) > 0 {
 		}
 		got := h.rc.received()
-		if want := "run.created@START run.state_changed@REVIEW run.state_changed@REVIEW run.state_changed@DONE run.completed@DONE"; types(got) != want {
-			t.Fatalf("received %s\nwant     %s", types(got), want)
+		if want := "run.created@START run.state_changed@REVIEW run.state_changed@REVIEW run.state_changed@DONE run.completed@DONE"; hookTypes(got) != want {
+			t.Fatalf("received %s\nwant     %s", hookTypes(got), want)
 		}
 		last := got[3].Msg
 		if last.Data.RunID != run.ID || last.Data.WorkflowID != "hook-v1" || last.Data.WorkflowVersion != run.WorkflowVersion || last.Data.From != "REVIEW" ||
-			last.Data.Action != "approve" || last.Data.Actor != "alice" || last.Data.Status != "completed" || last.Data.FrameHref != "/runs/"+run.ID || !last.Timestamp.Equal(timerT0) {
+			last.Data.Action != "approve" || last.Data.Actor != "alice" || last.Data.Status != "completed" || last.Data.FrameHref != "/runs/"+run.ID || !last.Timestamp.Equal(hookT0) {
 			t.Fatalf("message data %+v", last)
 		}
 		if got[0].Msg.Data.Action != "" || got[0].Msg.Data.From != "" {
@@ -232,7 +234,7 @@ func TestWebhooksDeliverSignedMessagesInOrder(t *testing.T) {
 func TestWebhooksFilter(t *testing.T) {
 	backends.Each(t, func(t *testing.T, b backends.Backend) {
 		st := b.New(t).Open(t)
-		h := newHookRig(t, st, clock.NewFake(timerT0), newReceiver(t))
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
 		run, _ := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{})
 		h.move(t, run.ID, "submit")
 		if n, _ := st.PendingDeliveries(context.Background()); n != 0 {
@@ -242,7 +244,7 @@ func TestWebhooksFilter(t *testing.T) {
 		h.move(t, run.ID, "tick", "approve")
 		for h.deliver(t) > 0 {
 		}
-		if got := types(h.rc.received()); got != "run.state_changed@DONE" {
+		if got := hookTypes(h.rc.received()); got != "run.state_changed@DONE" {
 			t.Fatalf("received %q, want only the entry into DONE", got)
 		}
 		for _, bad := range []protocol.WebhookRequest{
@@ -259,14 +261,14 @@ func TestWebhooksFilter(t *testing.T) {
 	})
 }
 
-// A receiver that answers 500 three times gets the message on the 4th
+// A hookReceiver that answers 500 three times gets the message on the 4th
 // attempt, after the backoff (5 s, 10 s, 20 s with no jitter); each attempt
 // is recorded. Later messages of the run wait behind it (order per run).
 func TestWebhooksRetryWithBackoff(t *testing.T) {
 	backends.Each(t, func(t *testing.T, b backends.Backend) {
 		st := b.New(t).Open(t)
-		fc := clock.NewFake(timerT0)
-		rc := newReceiver(t)
+		fc := clock.NewFake(hookT0)
+		rc := newHookReceiver(t)
 		rc.answer = func(n int, _ string) int {
 			if n <= 3 {
 				return http.StatusInternalServerError
@@ -314,8 +316,8 @@ func TestWebhooksRetryWithBackoff(t *testing.T) {
 // redelivering sends it again under the same id.
 func TestWebhooksGiveUpAndRedeliver(t *testing.T) {
 	st := backends.All()[0].New(t).Open(t)
-	fc := clock.NewFake(timerT0)
-	rc := newReceiver(t)
+	fc := clock.NewFake(hookT0)
+	rc := newHookReceiver(t)
 	failing := true
 	rc.answer = func(int, string) int {
 		if failing {
@@ -356,14 +358,14 @@ func TestWebhooksGiveUpAndRedeliver(t *testing.T) {
 	}
 }
 
-// A receiver that answers 410 Gone disables its subscription: nothing
+// A hookReceiver that answers 410 Gone disables its subscription: nothing
 // more is stored or sent for it.
 func TestWebhooksGoneDisables(t *testing.T) {
 	backends.Each(t, func(t *testing.T, b backends.Backend) {
 		st := b.New(t).Open(t)
-		rc := newReceiver(t)
+		rc := newHookReceiver(t)
 		rc.answer = func(int, string) int { return http.StatusGone }
-		h := newHookRig(t, st, clock.NewFake(timerT0), rc)
+		h := newHookRig(t, st, clock.NewFake(hookT0), rc)
 		sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
 		h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{})
 		h.deliver(t)
@@ -387,8 +389,8 @@ func TestWebhooksGoneDisables(t *testing.T) {
 func TestWebhooksRefuseLoopbackWithoutAllow(t *testing.T) {
 	backends.Each(t, func(t *testing.T, b backends.Backend) {
 		st := b.New(t).Open(t)
-		fc := clock.NewFake(timerT0)
-		rc := newReceiver(t)
+		fc := clock.NewFake(hookT0)
+		rc := newHookReceiver(t)
 		closed, err := engine.New(st, []*workflow.Definition{hookFlow(t)}, &engine.Options{Clock: fc})
 		if err != nil {
 			t.Fatal(err)
@@ -431,8 +433,8 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			place := b.New(t)
 			st := place.Open(t)
-			fc := clock.NewFake(timerT0)
-			rc := newReceiver(t)
+			fc := clock.NewFake(hookT0)
+			rc := newHookReceiver(t)
 			h := newHookRig(t, st, fc, rc)
 			h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
 			var ids []string
@@ -456,11 +458,11 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 }
 
 // Secret rotation: while the old secret is in its grace period each
-// message carries two signatures, and a receiver holding either verifies.
+// message carries two signatures, and a hookReceiver holding either verifies.
 func TestWebhooksRotateSecret(t *testing.T) {
 	st := backends.All()[0].New(t).Open(t)
-	fc := clock.NewFake(timerT0)
-	rc := newReceiver(t)
+	fc := clock.NewFake(hookT0)
+	rc := newHookReceiver(t)
 	h := newHookRig(t, st, fc, rc)
 	sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
 	old := sub.Secret
@@ -495,8 +497,8 @@ func TestWebhooksRotateSecret(t *testing.T) {
 // delivered once, and never sent by both at the same time.
 func TestWebhooksTwoReplicasSendOnce(t *testing.T) {
 	place := backends.All()[2].New(t)
-	fc := clock.NewFake(timerT0)
-	rc := newReceiver(t)
+	fc := clock.NewFake(hookT0)
+	rc := newHookReceiver(t)
 	a := newHookRig(t, place.Open(t), fc, rc)
 	a.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
 	bb := newHookRig(t, place.Open(t), fc, rc) // reads the subscription at start
