@@ -453,6 +453,15 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 			if len(got) != 10 {
 				t.Fatalf("after restart, received %d messages, want 10", len(got))
 			}
+			per := map[string]int{}
+			for _, m := range got {
+				per[m.Msg.Data.RunID]++
+			}
+			for _, id := range ids {
+				if per[id] != 2 {
+					t.Fatalf("run %s: %d messages, want created and state_changed", id, per[id])
+				}
+			}
 		})
 	}
 }
