@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -35,6 +36,27 @@ signed the Standard Webhooks way; docs/WEBHOOKS.md shows how to verify them.`,
 	return cmd
 }
 
+// remoteCall is the RunE body of a command that makes one call to the
+// server (--server, $ASMP_URL, $ASMP_TOKEN) and prints its answer: as the
+// server sent it with --json, else as text. Every refusal is the
+// server's hint (a JSON error with --json).
+func remoteCall[T any](cmd *cobra.Command, env *Env, f *oipFlags, call func(context.Context, *client.Client) (T, error), text func(io.Writer, T)) error {
+	out := cmd.OutOrStdout()
+	c, err := f.client(env, false)
+	if err != nil {
+		return agentError(out, f.json, err)
+	}
+	v, err := call(cmd.Context(), c)
+	if err != nil {
+		return agentError(out, f.json, err)
+	}
+	if f.json {
+		return writeJSON(out, v)
+	}
+	text(out, v)
+	return nil
+}
+
 func newWebhooksAddCmd(env *Env) *cobra.Command {
 	var f oipFlags
 	var events, states []string
@@ -48,21 +70,12 @@ or for runs entering given states. The secret that signs the messages is
 printed this once: store it with the receiver.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			c, err := f.client(env, false)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			sub, err := c.CreateWebhook(cmd.Context(), client.WebhookRequest{URL: args[0], Events: events, WorkflowID: workflowID, States: states})
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			if f.json {
-				return writeJSON(out, sub)
-			}
-			fmt.Fprintf(out, "Subscribed %s (%s) to %s.\n", sub.URL, sub.ID, strings.Join(sub.Events, ", "))
-			fmt.Fprintf(out, "Secret (shown once; verify messages with it): %s\n", sub.Secret)
-			return nil
+			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookSubscription, error) {
+				return c.CreateWebhook(ctx, client.WebhookRequest{URL: args[0], Events: events, WorkflowID: workflowID, States: states})
+			}, func(out io.Writer, sub *client.WebhookSubscription) {
+				fmt.Fprintf(out, "Subscribed %s (%s) to %s.\n", oneLine(sub.URL, 300), oneLine(sub.ID, 64), oneLine(strings.Join(sub.Events, ", "), 200))
+				fmt.Fprintf(out, "Secret (shown once; verify messages with it): %s\n", oneLine(sub.Secret, 200))
+			})
 		},
 	}
 	cmd.Flags().StringSliceVar(&events, "events", []string{protocol.WebhookRunCreated, protocol.WebhookRunStateChanged, protocol.WebhookRunCompleted, protocol.WebhookRunFailed}, "event types, comma-separated")
@@ -79,29 +92,20 @@ func newWebhooksListCmd(env *Env) *cobra.Command {
 		Short: "List the webhook subscriptions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			c, err := f.client(env, false)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			var all []client.WebhookSubscription
-			cursor := ""
-			for {
-				page, err := c.Webhooks(cmd.Context(), cursor, 0)
-				if err != nil {
-					return agentError(out, f.json, err)
+			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookList, error) {
+				all := &client.WebhookList{Webhooks: []client.WebhookSubscription{}}
+				for cursor := ""; ; {
+					page, err := c.Webhooks(ctx, cursor, 0)
+					if err != nil {
+						return nil, err
+					}
+					all.Webhooks = append(all.Webhooks, page.Webhooks...)
+					if page.NextCursor == nil {
+						return all, nil
+					}
+					cursor = *page.NextCursor
 				}
-				all = append(all, page.Webhooks...)
-				if page.NextCursor == nil {
-					break
-				}
-				cursor = *page.NextCursor
-			}
-			if f.json {
-				return writeJSON(out, map[string]any{"webhooks": all})
-			}
-			writeWebhooks(out, all)
-			return nil
+			}, func(out io.Writer, l *client.WebhookList) { writeWebhooks(out, l.Webhooks) })
 		},
 	}
 	f.add(cmd)
@@ -123,7 +127,7 @@ func writeWebhooks(out io.Writer, subs []client.WebhookSubscription) {
 		if len(s.States) > 0 {
 			filter = append(filter, "states "+strings.Join(s.States, ","))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.ID, s.Status, s.URL, strings.Join(s.Events, ","), strings.Join(filter, "; "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", oneLine(s.ID, 64), oneLine(s.Status, 16), oneLine(s.URL, 200), oneLine(strings.Join(s.Events, ","), 120), oneLine(strings.Join(filter, "; "), 120))
 	}
 	tw.Flush()
 }
@@ -135,19 +139,9 @@ func newWebhooksRmCmd(env *Env) *cobra.Command {
 		Short: "Remove a webhook subscription and its deliveries",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			c, err := f.client(env, false)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			if err := c.DeleteWebhook(cmd.Context(), args[0]); err != nil {
-				return agentError(out, f.json, err)
-			}
-			if f.json {
-				return writeJSON(out, map[string]any{"deleted": args[0]})
-			}
-			fmt.Fprintf(out, "Removed %s.\n", args[0])
-			return nil
+			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (map[string]any, error) {
+				return map[string]any{"deleted": args[0]}, c.DeleteWebhook(ctx, args[0])
+			}, func(out io.Writer, _ map[string]any) { fmt.Fprintf(out, "Removed %s.\n", oneLine(args[0], 64)) })
 		},
 	}
 	f.add(cmd)
@@ -162,24 +156,15 @@ func newWebhooksRotateCmd(env *Env) *cobra.Command {
 		Short: "Give a subscription a new secret; the old one signs too for --grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			c, err := f.client(env, false)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
 			g := ""
 			if grace > 0 {
 				g = grace.String()
 			}
-			sub, err := c.RotateWebhookSecret(cmd.Context(), args[0], g)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			if f.json {
-				return writeJSON(out, sub)
-			}
-			fmt.Fprintf(out, "New secret of %s (shown once): %s\n", sub.ID, sub.Secret)
-			return nil
+			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookSubscription, error) {
+				return c.RotateWebhookSecret(ctx, args[0], g)
+			}, func(out io.Writer, sub *client.WebhookSubscription) {
+				fmt.Fprintf(out, "New secret of %s (shown once): %s\n", oneLine(sub.ID, 64), oneLine(sub.Secret, 200))
+			})
 		},
 	}
 	cmd.Flags().DurationVar(&grace, "grace", 0, "how long the old secret keeps signing (default: the server's, 24h)")
@@ -195,31 +180,14 @@ func newWebhooksDeliveriesCmd(env *Env) *cobra.Command {
 		Short: "List a subscription's recent deliveries, or show one with its attempts",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			c, err := f.client(env, false)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
 			if len(args) == 2 {
-				d, err := c.WebhookDelivery(cmd.Context(), args[0], args[1])
-				if err != nil {
-					return agentError(out, f.json, err)
-				}
-				if f.json {
-					return writeJSON(out, d)
-				}
-				writeDelivery(out, d)
-				return nil
+				return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDelivery, error) {
+					return c.WebhookDelivery(ctx, args[0], args[1])
+				}, writeDelivery)
 			}
-			page, err := c.WebhookDeliveries(cmd.Context(), args[0], "", limit)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			if f.json {
-				return writeJSON(out, page)
-			}
-			writeDeliveries(out, page.Deliveries)
-			return nil
+			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDeliveryList, error) {
+				return c.WebhookDeliveries(ctx, args[0], "", limit)
+			}, func(out io.Writer, l *client.WebhookDeliveryList) { writeDeliveries(out, l.Deliveries) })
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many deliveries, newest first")
@@ -239,19 +207,19 @@ func writeDeliveries(out io.Writer, ds []client.WebhookDelivery) {
 		if d.NextAttemptAt != nil {
 			status += " (next " + d.NextAttemptAt.Format(time.RFC3339) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", d.ID, d.Type, d.RunID, status, d.Attempts, d.CreatedAt.Format(time.RFC3339), oneLine(d.LastError, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", oneLine(d.ID, 64), oneLine(d.Type, 40), oneLine(d.RunID, 64), oneLine(status, 60), d.Attempts, d.CreatedAt.Format(time.RFC3339), oneLine(d.LastError, 60))
 	}
 	tw.Flush()
 }
 
 func writeDelivery(out io.Writer, d *client.WebhookDelivery) {
-	fmt.Fprintf(out, "Delivery %s: %s of run %s, message %s\n", d.ID, d.Type, d.RunID, d.MessageID)
-	fmt.Fprintf(out, "Status:   %s after %d attempt(s)\n", d.Status, d.Attempts)
+	fmt.Fprintf(out, "Delivery %s: %s of run %s, message %s\n", oneLine(d.ID, 64), oneLine(d.Type, 40), oneLine(d.RunID, 64), oneLine(d.MessageID, 64))
+	fmt.Fprintf(out, "Status:   %s after %d attempt(s)\n", oneLine(d.Status, 16), d.Attempts)
 	if d.NextAttemptAt != nil {
 		fmt.Fprintf(out, "Next:     %s\n", d.NextAttemptAt.Format(time.RFC3339))
 	}
 	for _, a := range d.History {
-		line := fmt.Sprintf("  #%d %s %s", a.N, a.At.Format(time.RFC3339), a.Class)
+		line := fmt.Sprintf("  #%d %s %s", a.N, a.At.Format(time.RFC3339), oneLine(a.Class, 32))
 		if a.Status != 0 {
 			line += fmt.Sprintf(" %d", a.Status)
 		}
@@ -260,9 +228,12 @@ func writeDelivery(out io.Writer, d *client.WebhookDelivery) {
 			line += ": " + oneLine(a.Error, 80)
 		}
 		fmt.Fprintln(out, line)
+		if a.Answer != "" {
+			fmt.Fprintf(out, "     answer: %s\n", oneLine(a.Answer, 200))
+		}
 	}
 	if len(d.Message) > 0 {
-		fmt.Fprintf(out, "Message:  %s\n", d.Message)
+		fmt.Fprintf(out, "Message:  %s\n", oneLine(string(d.Message), 2000))
 	}
 }
 
@@ -273,20 +244,11 @@ func newWebhooksRedeliverCmd(env *Env) *cobra.Command {
 		Short: "Send a delivery again now, under its unchanged message id",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			c, err := f.client(env, false)
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			d, err := c.Redeliver(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return agentError(out, f.json, err)
-			}
-			if f.json {
-				return writeJSON(out, d)
-			}
-			fmt.Fprintf(out, "Delivery %s is %s again; it is sent now.\n", d.ID, d.Status)
-			return nil
+			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDelivery, error) {
+				return c.Redeliver(ctx, args[0], args[1])
+			}, func(out io.Writer, d *client.WebhookDelivery) {
+				fmt.Fprintf(out, "Delivery %s is %s again; it is sent now.\n", oneLine(d.ID, 64), oneLine(d.Status, 16))
+			})
 		},
 	}
 	f.add(cmd)
