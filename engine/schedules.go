@@ -293,13 +293,17 @@ func (l *ScheduleLoop) run() {
 	defer close(l.done)
 	e := l.e
 	for l.ctx.Err() == nil {
-		_, next, err := e.fireSchedules(l.ctx, e.clock.Now(), l.opts.Page)
+		looked := e.clock.Now()
+		_, next, err := e.fireSchedules(l.ctx, looked, l.opts.Page)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("starting the runs of due schedules failed", "err", err)
 		}
 		wait := l.opts.Poll
 		if !next.IsZero() {
 			wait = min(wait, next.Sub(e.clock.Now()))
+		}
+		if wait <= 0 && next.After(looked) {
+			continue // it fell due while this look ran: look again now
 		}
 		if wait <= 0 {
 			// Due and not started (a store error, or another replica's
