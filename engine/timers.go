@@ -427,6 +427,14 @@ func (e *Engine) refuseTimer(ctx context.Context, r *Run, t store.Timer, reason 
 	if cur.Version != r.Version {
 		return nil // moved on: its claim ends and the next look decides
 	}
+	if cur.Snapshot.Status == protocol.StatusProcessing {
+		// The state's task owns this version of the run: an event here
+		// would move the version under it and strand it (its result would
+		// be stale, the run processing for ever). The refusal goes to the
+		// log instead, and the timer is done.
+		e.log.Warn("a timer's firing was refused while the state's task runs; it is not recorded as an event", "run", cur.ID, "timer", t.ID, "reason", reason)
+		return e.voidTimer(ctx, t)
+	}
 	now := e.now().UTC()
 	next := cur.Run
 	next.Version++

@@ -439,3 +439,61 @@ func TestTimerLoopClaimsWhatFellDueWhileFiring(t *testing.T) {
 		waitState(t, r, ids[1], "DONE")
 	})
 }
+
+// A timer refused while the state's background task runs is not recorded
+// as an event (that would move the run's version under the task): the
+// task's result still moves the run on.
+func TestTimerRefusedDuringATaskLeavesTheTaskAlone(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		fc := clock.NewFake(timerT0)
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		wb := workflow.New("busy-v1", "WORK")
+		wb.State("WORK").Task(func(ctx context.Context, _ *workflow.TaskContext) (string, error) {
+			started <- struct{}{}
+			<-release
+			return "", nil
+		}, "finish", "").Timer(workflow.Timer{After: time.Minute, Action: "nudge"})
+		wb.State("DONE")
+		wb.Transition("WORK", "finish", "DONE")
+		wb.Transition("WORK", "nudge", "DONE").GuardExpr("false", "Nudging is off.")
+		def, err := wb.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := b.New(t).Open(t)
+		eng, err := engine.New(st, []*workflow.Definition{def}, &engine.Options{Clock: fc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := eng.StartWorkers(&engine.WorkerOptions{Workers: 1, Poll: time.Hour})
+		defer w.Stop(time.Second)
+		run, err := eng.StartRun(context.Background(), "", nil, engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		fc.Advance(time.Minute)
+		if n, err := eng.FireDueTimers(context.Background(), &engine.TimerOptions{Owner: "test"}); err != nil || n != 1 {
+			t.Fatalf("fire: %d, %v", n, err)
+		}
+		close(release)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := eng.GetRun(context.Background(), run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.State == "DONE" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the run is stuck in %s/%s after its timer was refused under its task", r.State, r.Status())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if ts, _ := st.RunTimers(context.Background(), run.ID); len(ts) != 0 {
+			t.Fatalf("timers left: %+v", ts)
+		}
+	})
+}
