@@ -105,14 +105,19 @@ func (l *DeliveryLoop) run() {
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("claiming webhook deliveries failed", "err", err)
 		}
-		if n == l.opts.Batch {
-			continue
-		}
 		if now := e.clock.Now(); now.Sub(lastLoad) >= l.opts.Poll {
 			if err := e.loadSubscriptions(l.ctx); err != nil && l.ctx.Err() == nil {
 				e.log.Error("reloading webhook subscriptions failed", "err", err)
 			}
 			lastLoad = now
+		}
+		if n > 0 {
+			// Claim again at once: the messages answered made the next
+			// message of each of their runs claimable (a run's messages
+			// go one at a time, in order), and those are due already.
+			// Waiting here would hold a busy run to one message per
+			// wait.
+			continue
 		}
 		wait := l.opts.Poll
 		if at, ok, err := e.store.NextDeliveryDue(l.ctx); err == nil && ok {
