@@ -534,3 +534,31 @@ func TestWebhooksTwoReplicasSendOnce(t *testing.T) {
 		t.Fatalf("received %d messages, %d distinct, overlap %v; want 200 once each", len(got), len(seen), rc.overlap)
 	}
 }
+
+// The delivery loop sends a busy run's queued messages one after another
+// without waiting between them: each answered message makes the run's
+// next one claimable, and the loop claims again at once. (The clock never
+// moves here: a loop that waited between claims would never finish.)
+func TestWebhookLoopDrainsABusyRunWithoutWaiting(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
+		run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.move(t, run.ID, "submit", "tick", "tick", "tick", "tick", "tick")
+		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: time.Hour})
+		defer loop.Stop()
+		for deadline := time.Now().Add(10 * time.Second); len(h.rc.received()) < 7; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of 7 messages sent with the clock standing still: %s", len(h.rc.received()), hookTypes(h.rc.received()))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if want := "run.created@START run.state_changed@REVIEW" + strings.Repeat(" run.state_changed@REVIEW", 5); hookTypes(h.rc.received()) != want {
+			t.Fatalf("received %s\nwant     %s", hookTypes(h.rc.received()), want)
+		}
+	})
+}
