@@ -172,25 +172,35 @@ func (e *Engine) deliverDue(ctx context.Context, o DeliveryOptions) (int, error)
 		all <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-all; <-sem; wg.Done() }()
-			e.sendDelivery(context.WithoutCancel(ctx), o, s, d)
+			defer wg.Done()
+			ctx := context.WithoutCancel(ctx)
+			a := e.attemptDelivery(ctx, s, d)
+			// The bounds are on requests to receivers: the slots are free
+			// once the answer is in, so that recording it (a store write,
+			// durable only at the next group commit) does not hold up the
+			// next request.
+			<-all
+			<-sem
+			e.recordDelivery(ctx, o, s, d, a)
 		}()
 	}
 	wg.Wait()
 	return len(ds), nil
 }
 
-// sendDelivery makes one attempt of d to s and records it: delivered, tried
-// again later, or failed for good (given up, or the receiver is gone,
-// which disables the subscription).
-func (e *Engine) sendDelivery(ctx context.Context, o DeliveryOptions, s *store.Subscription, d store.Delivery) {
-	var a webhook.Attempt
+// attemptDelivery makes one attempt of d to s.
+func (e *Engine) attemptDelivery(ctx context.Context, s *store.Subscription, d store.Delivery) webhook.Attempt {
 	secrets, err := webhook.DecodeSecrets(s.Secrets)
 	if err != nil {
-		a = webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
-	} else {
-		a = e.sender().Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+		return webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
 	}
+	return e.sender().Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+}
+
+// recordDelivery records attempt a of d to s: delivered, tried again
+// later, or failed for good (given up, or the receiver is gone, which
+// disables the subscription).
+func (e *Engine) recordDelivery(ctx context.Context, o DeliveryOptions, s *store.Subscription, d store.Delivery, a webhook.Attempt) {
 	rec := store.DeliveryAttempt{DeliveryID: d.ID, N: d.Attempts + 1, At: a.At.UTC(), Status: a.Status, Class: string(a.Class),
 		Duration: a.Duration, Answer: string(a.Body), Error: a.Err}
 	status, next := store.DeliveryDelivered, time.Time{}
