@@ -31,6 +31,7 @@ var (
 	latRate   = flag.Int("lat-rate", 1000, "BenchmarkWebhookLatency: transitions (so messages) per second")
 	latFor    = flag.Duration("lat-for", 10*time.Second, "BenchmarkWebhookLatency: how long messages are made")
 	latRuns   = flag.Int("lat-runs", 1000, "BenchmarkWebhookLatency: runs ticked round-robin")
+	whNoSend  = flag.Bool("wh-outbox-only", false, "BenchmarkTransitionsWithWebhook: no delivery loop on the subscribed engine (what the outbox alone costs; nothing is drained)")
 )
 
 // sink is a loopback webhook receiver that answers 204 at once and keeps
@@ -83,6 +84,12 @@ func loopFlow(b *testing.B) *workflow.Definition {
 // loopback, with its delivery loop running (stopped when b ends), and
 // runs runs of loopFlow.
 func benchEngine(b *testing.B, st store.Store, runs int) (*engine.Engine, []string) {
+	eng, ids, _ := benchEngineLoop(b, st, runs)
+	return eng, ids
+}
+
+// benchEngineLoop is benchEngine that also returns the delivery loop.
+func benchEngineLoop(b *testing.B, st store.Store, runs int) (*engine.Engine, []string, *engine.DeliveryLoop) {
 	allow, err := webhook.ParseAllowList("127.0.0.1/32")
 	if err != nil {
 		b.Fatal(err)
@@ -101,7 +108,7 @@ func benchEngine(b *testing.B, st store.Store, runs int) (*engine.Engine, []stri
 		}
 		ids[i] = r.ID
 	}
-	return eng, ids
+	return eng, ids, loop
 }
 
 func subscribe(b *testing.B, eng *engine.Engine, url string) {
@@ -133,8 +140,11 @@ func BenchmarkTransitionsWithWebhook(b *testing.B) {
 			workers := *whWorkers
 			none, noneRuns := benchEngine(b, be.New(b).Open(b), 2*workers)
 			withStore := be.New(b).Open(b)
-			with, withRuns := benchEngine(b, withStore, 2*workers)
+			with, withRuns, withLoop := benchEngineLoop(b, withStore, 2*workers)
 			subscribe(b, with, rc.srv.URL+"/hook")
+			if *whNoSend {
+				withLoop.Stop() // Stop twice (here and at cleanup) is fine
+			}
 			ctx := context.Background()
 			for range b.N {
 				var count [2]int64
@@ -148,7 +158,7 @@ func BenchmarkTransitionsWithWebhook(b *testing.B) {
 						n, d := tickFor(b, engines[k], runs[k], workers, *whPhase)
 						count[k] += n
 						spent[k] += d
-						if k == 1 {
+						if k == 1 && !*whNoSend {
 							start := time.Now()
 							left, err := withStore.PendingDeliveries(ctx)
 							if err != nil {
@@ -168,7 +178,7 @@ func BenchmarkTransitionsWithWebhook(b *testing.B) {
 						}
 					}
 				}
-				if got := rc.n.Load(); got < count[1] {
+				if got := rc.n.Load(); got < count[1] && !*whNoSend {
 					b.Fatalf("receiver got %d messages, want %d", got, count[1])
 				}
 				tps := func(k int, d time.Duration) float64 { return float64(count[k]) / d.Seconds() }
