@@ -23,9 +23,10 @@ type DeliveryOptions struct {
 	Lease time.Duration
 	// Batch is how many due deliveries one claim takes (0 = 256).
 	Batch int
-	// Concurrency bounds the messages in flight at once (0 = 64), and
-	// PerSubscription those to one subscription (0 = 8), so a slow
-	// receiver holds up only its own share.
+	// Concurrency bounds the requests to receivers in flight at once
+	// (0 = 64), and PerSubscription those to one subscription (0 = 8), so
+	// a slow receiver holds up only its own share. Recording an answer
+	// holds no slot.
 	Concurrency     int
 	PerSubscription int
 	// Poll bounds the wait for deliveries stored by other processes and
