@@ -23,9 +23,10 @@ type DeliveryOptions struct {
 	Lease time.Duration
 	// Batch is how many due deliveries one claim takes (0 = 256).
 	Batch int
-	// Concurrency bounds the messages in flight at once (0 = 64), and
-	// PerSubscription those to one subscription (0 = 8), so a slow
-	// receiver holds up only its own share.
+	// Concurrency bounds the requests to receivers in flight at once
+	// (0 = 64), and PerSubscription those to one subscription (0 = 8), so
+	// a slow receiver holds up only its own share. Recording an answer
+	// holds no slot.
 	Concurrency     int
 	PerSubscription int
 	// Poll bounds the wait for deliveries stored by other processes and
@@ -105,14 +106,19 @@ func (l *DeliveryLoop) run() {
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("claiming webhook deliveries failed", "err", err)
 		}
-		if n == l.opts.Batch {
-			continue
-		}
 		if now := e.clock.Now(); now.Sub(lastLoad) >= l.opts.Poll {
 			if err := e.loadSubscriptions(l.ctx); err != nil && l.ctx.Err() == nil {
 				e.log.Error("reloading webhook subscriptions failed", "err", err)
 			}
 			lastLoad = now
+		}
+		if n > 0 {
+			// Claim again at once: the messages answered made the next
+			// message of each of their runs claimable (a run's messages
+			// go one at a time, in order), and those are due already.
+			// Waiting here would hold a busy run to one message per
+			// wait.
+			continue
 		}
 		wait := l.opts.Poll
 		if at, ok, err := e.store.NextDeliveryDue(l.ctx); err == nil && ok {
@@ -167,25 +173,35 @@ func (e *Engine) deliverDue(ctx context.Context, o DeliveryOptions) (int, error)
 		all <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-all; <-sem; wg.Done() }()
-			e.sendDelivery(context.WithoutCancel(ctx), o, s, d)
+			defer wg.Done()
+			ctx := context.WithoutCancel(ctx)
+			a := e.attemptDelivery(ctx, s, d)
+			// The bounds are on requests to receivers: the slots are free
+			// once the answer is in, so that recording it (a store write,
+			// durable only at the next group commit) does not hold up the
+			// next request.
+			<-all
+			<-sem
+			e.recordDelivery(ctx, o, s, d, a)
 		}()
 	}
 	wg.Wait()
 	return len(ds), nil
 }
 
-// sendDelivery makes one attempt of d to s and records it: delivered, tried
-// again later, or failed for good (given up, or the receiver is gone,
-// which disables the subscription).
-func (e *Engine) sendDelivery(ctx context.Context, o DeliveryOptions, s *store.Subscription, d store.Delivery) {
-	var a webhook.Attempt
+// attemptDelivery makes one attempt of d to s.
+func (e *Engine) attemptDelivery(ctx context.Context, s *store.Subscription, d store.Delivery) webhook.Attempt {
 	secrets, err := webhook.DecodeSecrets(s.Secrets)
 	if err != nil {
-		a = webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
-	} else {
-		a = e.sender().Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+		return webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
 	}
+	return e.sender().Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+}
+
+// recordDelivery records attempt a of d to s: delivered, tried again
+// later, or failed for good (given up, or the receiver is gone, which
+// disables the subscription).
+func (e *Engine) recordDelivery(ctx context.Context, o DeliveryOptions, s *store.Subscription, d store.Delivery, a webhook.Attempt) {
 	rec := store.DeliveryAttempt{DeliveryID: d.ID, N: d.Attempts + 1, At: a.At.UTC(), Status: a.Status, Class: string(a.Class),
 		Duration: a.Duration, Answer: string(a.Body), Error: a.Err}
 	status, next := store.DeliveryDelivered, time.Time{}

@@ -543,3 +543,77 @@ func TestWebhooksTwoReplicasSendOnce(t *testing.T) {
 		t.Fatalf("received %d messages, %d distinct, overlap %v; want 200 once each", len(got), len(seen), rc.overlap)
 	}
 }
+
+// The delivery loop sends a busy run's queued messages one after another
+// without waiting between them: each answered message makes the run's
+// next one claimable, and the loop claims again at once. (The clock never
+// moves here: a loop that waited between claims would never finish.)
+func TestWebhookLoopDrainsABusyRunWithoutWaiting(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
+		run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.move(t, run.ID, "submit", "tick", "tick", "tick", "tick", "tick")
+		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: time.Hour})
+		defer loop.Stop()
+		for deadline := time.Now().Add(10 * time.Second); len(h.rc.received()) < 7; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of 7 messages sent with the clock standing still: %s", len(h.rc.received()), hookTypes(h.rc.received()))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if want := "run.created@START run.state_changed@REVIEW" + strings.Repeat(" run.state_changed@REVIEW", 5); hookTypes(h.rc.received()) != want {
+			t.Fatalf("received %s\nwant     %s", hookTypes(h.rc.received()), want)
+		}
+	})
+}
+
+// heldRecords is a store whose RecordAttempt waits until gate is closed.
+type heldRecords struct {
+	store.Store
+	gate chan struct{}
+}
+
+func (s heldRecords) RecordAttempt(ctx context.Context, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
+	<-s.gate
+	return s.Store.RecordAttempt(ctx, id, owner, a, status, nextAt)
+}
+
+// PerSubscription bounds the requests to a receiver, not the records of
+// their answers: while the first answer's record waits (for a group
+// commit, say), the next message is already sent.
+func TestWebhookSlotsFreeOnceAnswered(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := heldRecords{Store: b.New(t).Open(t), gate: make(chan struct{})}
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+		for range 2 {
+			if _, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := h.eng.DeliverDue(context.Background(), &engine.DeliveryOptions{Owner: "test", PerSubscription: 1})
+			done <- err
+		}()
+		for deadline := time.Now().Add(10 * time.Second); len(h.rc.received()) < 2; {
+			if time.Now().After(deadline) {
+				close(st.gate)
+				t.Fatalf("%d of 2 messages sent while the first record waits", len(h.rc.received()))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(st.gate)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n, err := st.PendingDeliveries(context.Background()); err != nil || n != 0 {
+			t.Fatalf("pending deliveries = %d, %v; want 0", n, err)
+		}
+	})
+}
