@@ -72,14 +72,17 @@ func messageID(runID string, seq int64, typ string) string {
 	return "msg_" + hex.EncodeToString(h[:16])
 }
 
-// deliveryID is the id of the k-th message about event seq of run to
-// subscription sub. The messages of one event share the id's prefix and
-// sort by k after it, so the store (which orders a run's deliveries by
-// seq, then id) sends them in the order the event made them:
-// run.state_changed before run.completed.
-func deliveryID(sub, run string, seq int64, k int) string {
+// deliveryID is the id of the k-th message about event seq of run,
+// which happened at at, to subscription sub. It starts with the event's
+// time (16 hex digits of Unix nanoseconds), so ids sort by time: a
+// subscription's deliveries list newest first by id, and a store appends
+// each new one at the end. The messages of one event share the rest of
+// the prefix and sort by k after it, so the store (which orders a run's
+// deliveries by seq, then id) sends them in the order the event made
+// them: run.state_changed before run.completed.
+func deliveryID(sub, run string, seq int64, at time.Time, k int) string {
 	h := sha256.Sum256([]byte(sub + "\x00" + run + "\x00" + strconv.FormatInt(seq, 10)))
-	return "dlv_" + hex.EncodeToString(h[:15]) + strconv.Itoa(k)
+	return fmt.Sprintf("dlv_%016x%s%d", uint64(at.UnixNano()), hex.EncodeToString(h[:12]), k)
 }
 
 // webhookTypes returns the message types a commit's event stands for:
@@ -151,7 +154,7 @@ func (e *Engine) outbox(def *workflow.Definition, prevStatus string, c *store.Co
 				}
 			}
 			c.Outbox = append(c.Outbox, store.Delivery{
-				ID: deliveryID(s.ID, c.Run.ID, ev.Seq, k), SubscriptionID: s.ID, MessageID: msg, RunID: c.Run.ID, Seq: ev.Seq,
+				ID: deliveryID(s.ID, c.Run.ID, ev.Seq, ev.Time, k), SubscriptionID: s.ID, MessageID: msg, RunID: c.Run.ID, Seq: ev.Seq,
 				Type: typ, Body: body, Status: store.DeliveryPending, NextAt: ev.Time, CreatedAt: ev.Time, UpdatedAt: ev.Time})
 		}
 	}

@@ -617,3 +617,40 @@ func TestWebhookSlotsFreeOnceAnswered(t *testing.T) {
 		}
 	})
 }
+
+// A subscription's deliveries list newest first, page after page.
+func TestWebhookDeliveriesListNewestFirst(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		fc := clock.NewFake(hookT0)
+		h := newHookRig(t, st, fc, newHookReceiver(t))
+		sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+		var runs []string
+		for range 5 {
+			run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, run.ID)
+			fc.Advance(time.Second)
+		}
+		var got []string
+		for cursor := ""; ; {
+			page, err := h.eng.WebhookDeliveries(context.Background(), sub.ID, cursor, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range page.Deliveries {
+				got = append(got, d.RunID)
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			cursor = *page.NextCursor
+		}
+		want := []string{runs[4], runs[3], runs[2], runs[1], runs[0]}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("deliveries by run %v, want newest first %v", got, want)
+		}
+	})
+}

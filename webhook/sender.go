@@ -84,7 +84,7 @@ func NewSender(o *Options) *Sender {
 		TLSClientConfig:       o.TLS.Clone(),
 		TLSHandshakeTimeout:   s.timeout,
 		ResponseHeaderTimeout: s.timeout,
-		MaxIdleConnsPerHost:   4,
+		MaxIdleConnsPerHost:   16, // above the delivery loop's 8 requests per subscription at once
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
