@@ -238,24 +238,37 @@ func (e *Engine) timersStored(ts []store.Timer) {
 	}
 }
 
+// run is the loop: it claims due timers and fires them, Concurrency at
+// once, and claims again as soon as no more than half a batch is left to
+// fire (not once the whole batch is done), so the firing never waits for
+// a claim, nor a claim for the slowest timer of a batch: at most Batch
+// claimed timers are in flight.
 func (l *TimerLoop) run() {
 	defer close(l.done)
 	e := l.e
+	f := newFirer(l.opts)
+	defer f.wait()
 	for l.ctx.Err() == nil {
+		if !f.room(l.ctx) {
+			break
+		}
+		limit := l.opts.Batch - f.pending()
 		l.mu.Lock()
 		l.nextAt = time.Time{}
 		l.mu.Unlock()
-		n, claimedAt, err := e.fireDue(l.ctx, l.opts)
+		claimedAt := e.clock.Now()
+		ts, err := e.store.ClaimDueTimers(l.ctx, claimedAt, limit, l.opts.Owner, claimedAt.Add(l.opts.Lease))
 		if err != nil && l.ctx.Err() == nil {
-			e.log.Error("claiming due timers failed", "err", err)
+			e.log.Error("claiming due timers failed", "err", internal("could not claim due timers", err))
 		}
-		if n == l.opts.Batch {
+		e.fireAll(l.ctx, l.opts, f, ts)
+		if err == nil && len(ts) == limit {
 			continue // more may be due
 		}
 		wait := l.opts.Poll
 		if at, ok, nerr := e.store.NextTimerDue(l.ctx); nerr == nil && ok {
 			if err == nil && at.After(claimedAt) && !at.After(e.clock.Now()) {
-				continue // fell due while the claimed ones fired: claim it now
+				continue // fell due since the claim: claim it now
 			}
 			wait = min(wait, at.Sub(e.clock.Now()))
 		}
@@ -274,6 +287,86 @@ func (l *TimerLoop) run() {
 		case <-t.C():
 		}
 		t.Stop()
+	}
+}
+
+// firer fires claimed timers, at most Concurrency at once, and counts
+// those claimed and not yet handled.
+type firer struct {
+	batch int
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	n     int           // claimed, not yet handled
+	freed chan struct{} // a timer was handled
+}
+
+func newFirer(o TimerOptions) *firer {
+	return &firer{batch: o.Batch, sem: make(chan struct{}, o.Concurrency), freed: make(chan struct{}, 1)}
+}
+
+func (f *firer) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// room waits until no more than half a batch is left to fire; false if
+// ctx ended first.
+func (f *firer) room(ctx context.Context) bool {
+	for f.pending() > f.batch/2 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-f.freed:
+		}
+	}
+	return true
+}
+
+// wait waits until every timer handed to the firer is handled.
+func (f *firer) wait() { f.wg.Wait() }
+
+// fireAll hands ts, claimed for o.Owner, to f: each fires once a place
+// among the Concurrency is free. Once ctx ends (stopping), the timers not
+// yet started are handed back at once rather than left to their leases.
+func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer) {
+	f.mu.Lock()
+	f.n += len(ts)
+	f.mu.Unlock()
+	done := func() {
+		f.mu.Lock()
+		f.n--
+		f.mu.Unlock()
+		select {
+		case f.freed <- struct{}{}:
+		default:
+		}
+	}
+	for _, t := range ts {
+		took := false
+		select {
+		case f.sem <- struct{}{}:
+			took = true
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			if took {
+				<-f.sem
+			}
+			if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+				e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
+			}
+			done()
+			continue
+		}
+		f.wg.Add(1)
+		go func() {
+			defer func() { <-f.sem; done(); f.wg.Done() }()
+			if err := e.FireTimer(context.Background(), t); err != nil {
+				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+			}
+		}()
 	}
 }
 
@@ -320,27 +413,9 @@ func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, time.Time, e
 	if err != nil {
 		return 0, now, internal("could not claim due timers", err)
 	}
-	sem := make(chan struct{}, o.Concurrency)
-	var wg sync.WaitGroup
-	for _, t := range ts {
-		if ctx.Err() != nil {
-			// Stopping: hand the rest back at once rather than leave
-			// them to their leases.
-			if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-				e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
-			}
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := e.FireTimer(context.Background(), t); err != nil {
-				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
+	f := newFirer(o)
+	e.fireAll(ctx, o, f, ts)
+	f.wait()
 	return len(ts), now, nil
 }
 
