@@ -239,10 +239,11 @@ func (e *Engine) timersStored(ts []store.Timer) {
 }
 
 // run is the loop: it claims due timers and fires them, Concurrency at
-// once, and claims again as soon as no more than half a batch is left to
-// fire (not once the whole batch is done), so the firing never waits for
-// a claim, nor a claim for the slowest timer of a batch: at most Batch
-// claimed timers are in flight.
+// once. After a full claim (a backlog) it claims again as soon as no
+// more than half a batch is left to fire, not once the whole batch is
+// done, so the firing never waits for a claim, nor a claim for the
+// slowest timer of a batch: at most Batch claimed timers are in flight.
+// After a partial claim it lets those fire before it looks again.
 func (l *TimerLoop) run() {
 	defer close(l.done)
 	e := l.e
@@ -264,6 +265,12 @@ func (l *TimerLoop) run() {
 		e.fireAll(l.ctx, l.opts, f, ts)
 		if err == nil && len(ts) == limit {
 			continue // more may be due
+		}
+		// Not a full claim: no backlog. Let what was claimed fire before
+		// looking again, rather than claim the few timers falling due
+		// meanwhile one small claim (a write) after another.
+		if !f.drained(l.ctx) {
+			break
 		}
 		wait := l.opts.Poll
 		if at, ok, nerr := e.store.NextTimerDue(l.ctx); nerr == nil && ok {
@@ -315,6 +322,19 @@ func (f *firer) pending() int {
 // ctx ended first.
 func (f *firer) room(ctx context.Context) bool {
 	for f.pending() > f.batch/2 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-f.freed:
+		}
+	}
+	return true
+}
+
+// drained waits until no claimed timer is left to fire; false if ctx
+// ended first.
+func (f *firer) drained(ctx context.Context) bool {
+	for f.pending() > 0 {
 		select {
 		case <-ctx.Done():
 			return false
@@ -437,15 +457,20 @@ func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
 		}
 		// The timer is pending while the run is in the entry into the
 		// state that stored it (every commit that leaves or re-enters the
-		// state replaces it). Read after the run: a commit that re-entered
-		// the state between the two reads moves the version, so the
-		// compare-and-set below fails and this is decided again.
-		pending, err := e.store.RunTimers(ctx, t.RunID)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(pending, func(p store.Timer) bool { return p.ID == t.ID }) {
-			return nil // fired, voided or refused already
+		// state replaces it). A run still at the version of the commit
+		// that stored it has had no commit since, so the timer is pending
+		// (no read); else read the run's timers. Read after the run: a
+		// commit that re-entered the state between the two reads moves
+		// the version, so the compare-and-set below fails and this is
+		// decided again.
+		if sr.Version != t.Version {
+			pending, err := e.store.RunTimers(ctx, t.RunID)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(pending, func(p store.Timer) bool { return p.ID == t.ID }) {
+				return nil // fired, voided or refused already
+			}
 		}
 		r, err := e.view(ctx, sr)
 		if err != nil {
