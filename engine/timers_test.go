@@ -483,7 +483,7 @@ func TestTimerLoopClaimsWhileABatchFires(t *testing.T) {
 			t.Fatal(err)
 		}
 		armed.Store(true)
-		fc.Advance(2 * time.Minute) // all due; the first two first
+		fc.Advance(2 * time.Minute)     // all due; the first two first
 		waitState(t, r, ids[2], "DONE") // fired while the slow one still blocks
 		if got := r.get(t, ids[0]); got.State != "WAIT" {
 			t.Fatalf("the slow run is in %s while its firing blocks, want WAIT", got.State)
