@@ -160,7 +160,9 @@ type TimerOptions struct {
 	// another may claim it (0 = DefaultLease): a process that dies while
 	// firing leaves its timers to the others once the lease ends.
 	Lease time.Duration
-	// Batch is how many due timers one claim takes (0 = 256).
+	// Batch is how many due timers one claim takes, and how many claimed
+	// timers may wait to fire at once (0 = 256): with a backlog the loop
+	// claims again once no more than half a batch is left to fire.
 	Batch int
 	// Concurrency is how many timers fire at once (0 = 64): their
 	// transitions share the store's group commits.
