@@ -160,7 +160,9 @@ type TimerOptions struct {
 	// another may claim it (0 = DefaultLease): a process that dies while
 	// firing leaves its timers to the others once the lease ends.
 	Lease time.Duration
-	// Batch is how many due timers one claim takes (0 = 256).
+	// Batch is how many due timers one claim takes, and how many claimed
+	// timers may wait to fire at once (0 = 256): with a backlog the loop
+	// claims again once no more than half a batch is left to fire.
 	Batch int
 	// Concurrency is how many timers fire at once (0 = 64): their
 	// transitions share the store's group commits.
@@ -238,24 +240,44 @@ func (e *Engine) timersStored(ts []store.Timer) {
 	}
 }
 
+// run is the loop: it claims due timers and fires them, Concurrency at
+// once. After a full claim (a backlog) it claims again as soon as no
+// more than half a batch is left to fire, not once the whole batch is
+// done, so the firing never waits for a claim, nor a claim for the
+// slowest timer of a batch: at most Batch claimed timers are in flight.
+// After a partial claim it lets those fire before it looks again.
 func (l *TimerLoop) run() {
 	defer close(l.done)
 	e := l.e
+	f := newFirer(l.opts)
+	defer f.wait()
 	for l.ctx.Err() == nil {
+		if !f.room(l.ctx) {
+			break
+		}
+		limit := l.opts.Batch - f.pending()
 		l.mu.Lock()
 		l.nextAt = time.Time{}
 		l.mu.Unlock()
-		n, claimedAt, err := e.fireDue(l.ctx, l.opts)
+		claimedAt := e.clock.Now()
+		ts, err := e.store.ClaimDueTimers(l.ctx, claimedAt, limit, l.opts.Owner, claimedAt.Add(l.opts.Lease))
 		if err != nil && l.ctx.Err() == nil {
-			e.log.Error("claiming due timers failed", "err", err)
+			e.log.Error("claiming due timers failed", "err", internal("could not claim due timers", err))
 		}
-		if n == l.opts.Batch {
+		e.fireAll(l.ctx, l.opts, f, ts)
+		if err == nil && len(ts) == limit {
 			continue // more may be due
+		}
+		// Not a full claim: no backlog. Let what was claimed fire before
+		// looking again, rather than claim the few timers falling due
+		// meanwhile one small claim (a write) after another.
+		if !f.drained(l.ctx) {
+			break
 		}
 		wait := l.opts.Poll
 		if at, ok, nerr := e.store.NextTimerDue(l.ctx); nerr == nil && ok {
 			if err == nil && at.After(claimedAt) && !at.After(e.clock.Now()) {
-				continue // fell due while the claimed ones fired: claim it now
+				continue // fell due since the claim: claim it now
 			}
 			wait = min(wait, at.Sub(e.clock.Now()))
 		}
@@ -274,6 +296,99 @@ func (l *TimerLoop) run() {
 		case <-t.C():
 		}
 		t.Stop()
+	}
+}
+
+// firer fires claimed timers, at most Concurrency at once, and counts
+// those claimed and not yet handled.
+type firer struct {
+	batch int
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	n     int           // claimed, not yet handled
+	freed chan struct{} // a timer was handled
+}
+
+func newFirer(o TimerOptions) *firer {
+	return &firer{batch: o.Batch, sem: make(chan struct{}, o.Concurrency), freed: make(chan struct{}, 1)}
+}
+
+func (f *firer) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// room waits until no more than half a batch is left to fire; false if
+// ctx ended first.
+func (f *firer) room(ctx context.Context) bool {
+	for f.pending() > f.batch/2 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-f.freed:
+		}
+	}
+	return true
+}
+
+// drained waits until no claimed timer is left to fire; false if ctx
+// ended first.
+func (f *firer) drained(ctx context.Context) bool {
+	for f.pending() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-f.freed:
+		}
+	}
+	return true
+}
+
+// wait waits until every timer handed to the firer is handled.
+func (f *firer) wait() { f.wg.Wait() }
+
+// fireAll hands ts, claimed for o.Owner, to f: each fires once a place
+// among the Concurrency is free. Once ctx ends (stopping), the timers not
+// yet started are handed back at once rather than left to their leases.
+func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer) {
+	f.mu.Lock()
+	f.n += len(ts)
+	f.mu.Unlock()
+	done := func() {
+		f.mu.Lock()
+		f.n--
+		f.mu.Unlock()
+		select {
+		case f.freed <- struct{}{}:
+		default:
+		}
+	}
+	for _, t := range ts {
+		took := false
+		select {
+		case f.sem <- struct{}{}:
+			took = true
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			if took {
+				<-f.sem
+			}
+			if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+				e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
+			}
+			done()
+			continue
+		}
+		f.wg.Add(1)
+		go func() {
+			defer func() { <-f.sem; done(); f.wg.Done() }()
+			if err := e.FireTimer(context.Background(), t); err != nil {
+				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+			}
+		}()
 	}
 }
 
@@ -320,27 +435,9 @@ func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, time.Time, e
 	if err != nil {
 		return 0, now, internal("could not claim due timers", err)
 	}
-	sem := make(chan struct{}, o.Concurrency)
-	var wg sync.WaitGroup
-	for _, t := range ts {
-		if ctx.Err() != nil {
-			// Stopping: hand the rest back at once rather than leave
-			// them to their leases.
-			if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-				e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
-			}
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := e.FireTimer(context.Background(), t); err != nil {
-				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
+	f := newFirer(o)
+	e.fireAll(ctx, o, f, ts)
+	f.wait()
 	return len(ts), now, nil
 }
 
@@ -362,15 +459,20 @@ func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
 		}
 		// The timer is pending while the run is in the entry into the
 		// state that stored it (every commit that leaves or re-enters the
-		// state replaces it). Read after the run: a commit that re-entered
-		// the state between the two reads moves the version, so the
-		// compare-and-set below fails and this is decided again.
-		pending, err := e.store.RunTimers(ctx, t.RunID)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(pending, func(p store.Timer) bool { return p.ID == t.ID }) {
-			return nil // fired, voided or refused already
+		// state replaces it). A run still at the version of the commit
+		// that stored it has had no commit since, so the timer is pending
+		// (no read); else read the run's timers. Read after the run: a
+		// commit that re-entered the state between the two reads moves
+		// the version, so the compare-and-set below fails and this is
+		// decided again.
+		if sr.Version != t.Version {
+			pending, err := e.store.RunTimers(ctx, t.RunID)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(pending, func(p store.Timer) bool { return p.ID == t.ID }) {
+				return nil // fired, voided or refused already
+			}
 		}
 		r, err := e.view(ctx, sr)
 		if err != nil {

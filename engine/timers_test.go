@@ -495,5 +495,57 @@ func TestTimerRefusedDuringATaskLeavesTheTaskAlone(t *testing.T) {
 		if ts, _ := st.RunTimers(context.Background(), run.ID); len(ts) != 0 {
 			t.Fatalf("timers left: %+v", ts)
 		}
+
+// The loop claims the next timers while a batch still fires: once no more
+// than half a batch is left to fire, it claims again, so a slow firing
+// does not hold back the timers due after it. Here the batch is two
+// timers, the first one's firing blocks until the third timer (not in the
+// first batch) has fired.
+func TestTimerLoopClaimsWhileABatchFires(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		fc := clock.NewFake(timerT0)
+		var armed atomic.Bool
+		release := make(chan struct{})
+		var once sync.Once
+		wb := workflow.New("slow-v1", "WAIT")
+		wb.State("WAIT").At("data.due_at", "go")
+		wb.State("DONE")
+		wb.Transition("WAIT", "go", "DONE").Guard(func(data map[string]any) (bool, string) {
+			if data["slow"] == true && armed.CompareAndSwap(true, false) {
+				<-release
+			}
+			return true, ""
+		})
+		eng, err := engine.New(b.New(t).Open(t), []*workflow.Definition{wb.MustBuild()}, &engine.Options{Clock: fc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop := eng.StartTimers(&engine.TimerOptions{Batch: 2, Concurrency: 2, Poll: time.Hour})
+		defer loop.Stop()
+		defer once.Do(func() { close(release) }) // before Stop, which waits for the firing
+		r := &timerRig{eng: eng, clock: fc}
+		due := timerT0.Add(time.Minute)
+		var ids []string
+		for i, at := range []time.Time{due, due, due.Add(time.Millisecond)} {
+			run, err := eng.StartRun(context.Background(), "slow-v1", map[string]any{"due_at": at.Format(time.RFC3339Nano), "slow": i == 0}, engine.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, run.ID)
+		}
+		// The first claim takes the two due first: the slow one is among
+		// them whatever the order of their ids.
+		if err := fc.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		fc.Advance(2 * time.Minute)     // all due; the first two first
+		waitState(t, r, ids[2], "DONE") // fired while the slow one still blocks
+		if got := r.get(t, ids[0]); got.State != "WAIT" {
+			t.Fatalf("the slow run is in %s while its firing blocks, want WAIT", got.State)
+		}
+		once.Do(func() { close(release) })
+		waitState(t, r, ids[0], "DONE")
+		waitState(t, r, ids[1], "DONE")
 	})
 }

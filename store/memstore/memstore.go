@@ -202,7 +202,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 	e := s.rec(slot)
 	s.count(e.wf, -1, e.status)
 	s.applyTasks(c)
-	s.applyTimers(&c, true)
+	s.applyTimers(slot, &c, true)
 	s.applyOutbox(&c)
 	s.compact(len(c.Run.Data) + len(c.Event.Data))
 	return nil
@@ -296,7 +296,7 @@ func (s *Store) commitRun(expected int64, c store.Commit) error {
 	s.reindex(slot, old)
 	s.count(e.wf, was, e.status)
 	s.applyTasks(c)
-	s.applyTimers(&c, false)
+	s.applyTimers(slot, &c, false)
 	s.applyOutbox(&c)
 	s.compact(len(c.Run.Data) + len(c.Event.Data) + len(c.Event.Patch))
 	return nil
@@ -447,8 +447,8 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 		return fmt.Errorf("memstore: run %s at version %d, expected %d: %w", id, v, version, store.ErrConflict)
 	}
 	s.count(e.wf, e.status, -1)
+	s.dropTimers(slot)
 	s.dropRun(slot, id)
-	s.tm.dropRun(id)
 	for tid, t := range s.tasks {
 		if t.RunID == id {
 			delete(s.tasks, tid)

@@ -40,7 +40,10 @@ type runRec struct {
 	// it is whole (dataLen < 0: it is a delta).
 	dataOff uint32
 	dataLen int32
-	live    bool
+	// timers is the slot+1 of the run's first pending timer (0: none;
+	// see timers).
+	timers int32
+	live   bool
 }
 
 // maxLog bounds one run's encoded events (offsets are 32-bit).

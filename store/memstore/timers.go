@@ -2,41 +2,57 @@ package memstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asmp-dev/asmp/store"
 )
 
-// timers keeps the pending timers under the store's mu: by id, by run,
-// and in two heaps, one ordered by the time a timer becomes claimable
-// (its due time, or the end of its lease: ClaimDueTimers and NextTimerDue
-// pop and peek it, at the cost of the due ones) and one by due time (a
-// list of the runs due before a time walks only the timers due before it).
+// timers keeps the pending timers under the store's mu, in structures the
+// garbage collector does not trace per timer (as the runs): records
+// (timerRec, pointer-free) in a slab; each run's timers in a list from its
+// own record (runRec.timers, then timerRec.next), so that a commit finds
+// its run's timers without a lookup in a store-wide map, and one whose run
+// has none does no timer work; and two heaps of small values, one ordered
+// by the time a timer becomes claimable (its due time, or the end of its
+// lease: ClaimDueTimers and NextTimerDue pop and peek it, at the cost of
+// the due ones) and one by due time (a list of the runs due before a time
+// walks only the timers due before it). A timer's names (workflow, state,
+// action, owner) are ids in the store's table of interned strings; its run
+// id is its run's; its data is kept only when it is not {} (data).
 type timers struct {
-	byID  map[string]*timerRec
-	byRun map[string][]*timerRec
+	recs  slab[timerRec]
 	ready timerHeap
 	due   timerHeap
+	data  map[int32]json.RawMessage // slot -> data, when not {}
+	n     int                       // pending timers
 }
 
 // timerRec is one pending timer and its places in the heaps.
 type timerRec struct {
-	t     store.Timer
-	ready time.Time // DueAt, or LeaseUntil while leased (the later)
-	at    [2]int    // index in ready (0) and due (1)
+	run                      int32 // the run's slot
+	next                     int32 // the run's next timer, slot+1 (0: none)
+	wf, state, action, owner int32 // names
+	version                  int64
+	dueSec, readySec         int64 // ready: DueAt, or LeaseUntil while leased
+	leaseSec                 int64
+	dueNsec, readyNsec       int32
+	leaseNsec                int32
+	at                       [2]int32 // index in ready (0) and due (1)
 }
 
 func newTimers() timers {
-	return timers{byID: map[string]*timerRec{}, byRun: map[string][]*timerRec{},
-		ready: timerHeap{which: 0}, due: timerHeap{which: 1}}
+	return timers{recs: newSlab[timerRec](12), ready: timerHeap{which: 0}, due: timerHeap{which: 1}, data: map[int32]json.RawMessage{}}
 }
 
-// timerHeap is a binary min-heap of timer records by (key, id), each
-// record knowing its index (at[which]) so that it can be removed or moved
-// in O(log n). The keys are kept in the entries, so comparisons read the
-// heap's own array, not the records (ids are read only on ties).
+// timerHeap is a binary min-heap of timers by (key, id), each record
+// knowing its index (at[which]) so that it can be removed or moved in
+// O(log n). The keys are kept in the entries, so comparisons read the
+// heap's own array, not the records (ids are built only on ties).
 type timerHeap struct {
 	which int // 0: by ready time, 1: by due time
 	a     []heapEnt
@@ -45,22 +61,22 @@ type timerHeap struct {
 type heapEnt struct {
 	sec  int64
 	nsec int32
-	r    *timerRec
+	t    int32 // the timer's slot
 }
 
-func (h *timerHeap) key(r *timerRec) time.Time {
+// Store methods below run under mu.
+
+func (s *Store) trec(t int32) *timerRec { return s.tm.recs.at(t) }
+
+func (s *Store) key(h *timerHeap, t int32) (int64, int32) {
+	r := s.trec(t)
 	if h.which == 0 {
-		return r.ready
+		return r.readySec, r.readyNsec
 	}
-	return r.t.DueAt
+	return r.dueSec, r.dueNsec
 }
 
-func (h *timerHeap) ent(r *timerRec) heapEnt {
-	k := h.key(r)
-	return heapEnt{sec: k.Unix(), nsec: int32(k.Nanosecond()), r: r}
-}
-
-func (h *timerHeap) less(i, j int) bool {
+func (s *Store) less(h *timerHeap, i, j int) bool {
 	a, b := &h.a[i], &h.a[j]
 	if a.sec != b.sec {
 		return a.sec < b.sec
@@ -68,136 +84,234 @@ func (h *timerHeap) less(i, j int) bool {
 	if a.nsec != b.nsec {
 		return a.nsec < b.nsec
 	}
-	return a.r.t.ID < b.r.t.ID
+	return s.timerID(a.t) < s.timerID(b.t)
 }
 
-func (h *timerHeap) swap(i, j int) {
+func (s *Store) swap(h *timerHeap, i, j int) {
 	h.a[i], h.a[j] = h.a[j], h.a[i]
-	h.a[i].r.at[h.which], h.a[j].r.at[h.which] = i, j
+	s.trec(h.a[i].t).at[h.which], s.trec(h.a[j].t).at[h.which] = int32(i), int32(j)
 }
 
-func (h *timerHeap) up(i int) {
+func (s *Store) up(h *timerHeap, i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if !s.less(h, i, p) {
 			return
 		}
-		h.swap(i, p)
+		s.swap(h, i, p)
 		i = p
 	}
 }
 
-func (h *timerHeap) down(i int) {
+func (s *Store) down(h *timerHeap, i int) {
 	for {
 		l, m := 2*i+1, i
-		if l < len(h.a) && h.less(l, m) {
+		if l < len(h.a) && s.less(h, l, m) {
 			m = l
 		}
-		if r := l + 1; r < len(h.a) && h.less(r, m) {
+		if r := l + 1; r < len(h.a) && s.less(h, r, m) {
 			m = r
 		}
 		if m == i {
 			return
 		}
-		h.swap(i, m)
+		s.swap(h, i, m)
 		i = m
 	}
 }
 
-func (h *timerHeap) push(r *timerRec) {
-	r.at[h.which] = len(h.a)
-	h.a = append(h.a, h.ent(r))
-	h.up(len(h.a) - 1)
+func (s *Store) push(h *timerHeap, t int32) {
+	s.trec(t).at[h.which] = int32(len(h.a))
+	sec, nsec := s.key(h, t)
+	h.a = append(h.a, heapEnt{sec: sec, nsec: nsec, t: t})
+	s.up(h, len(h.a)-1)
 }
 
-func (h *timerHeap) remove(r *timerRec) {
-	i, n := r.at[h.which], len(h.a)-1
+func (s *Store) remove(h *timerHeap, t int32) {
+	i, n := int(s.trec(t).at[h.which]), len(h.a)-1
 	if i != n {
-		h.swap(i, n)
+		s.swap(h, i, n)
 	}
-	h.a[n] = heapEnt{}
 	h.a = h.a[:n]
 	if i != n {
-		h.down(i)
-		h.up(i)
+		s.down(h, i)
+		s.up(h, i)
 	}
 }
 
-// fix restores the order after r's key changed.
-func (h *timerHeap) fix(r *timerRec) {
-	h.a[r.at[h.which]] = h.ent(r)
-	h.down(r.at[h.which])
-	h.up(r.at[h.which])
+// fix restores the order after t's key changed.
+func (s *Store) fix(h *timerHeap, t int32) {
+	i := int(s.trec(t).at[h.which])
+	h.a[i].sec, h.a[i].nsec = s.key(h, t)
+	s.down(h, i)
+	s.up(h, int(s.trec(t).at[h.which]))
 }
 
-// before calls fn for every record whose key is before t, in no order,
+// before calls fn for every timer whose key is before t, in no order,
 // visiting only those and their children (a heap's children are never
 // before their parent).
-func (h *timerHeap) before(t time.Time, fn func(*timerRec)) {
+func (s *Store) before(h *timerHeap, t time.Time, fn func(int32)) {
+	sec, nsec := timeKey(t)
 	var walk func(i int)
 	walk = func(i int) {
-		if i >= len(h.a) || !h.key(h.a[i].r).Before(t) {
+		if i >= len(h.a) {
 			return
 		}
-		fn(h.a[i].r)
+		e := h.a[i]
+		if e.sec > sec || e.sec == sec && e.nsec >= nsec {
+			return
+		}
+		fn(e.t)
 		walk(2*i + 1)
 		walk(2*i + 2)
 	}
 	walk(0)
 }
 
-// replace makes ts the pending timers of run.
-func (tm *timers) replace(run string, ts []store.Timer) {
-	tm.dropRun(run)
-	for _, t := range ts {
-		if old, ok := tm.byID[t.ID]; ok { // never, as ids carry the version
-			tm.drop(old)
+// timer returns the timer in slot t.
+func (s *Store) timer(t int32) store.Timer {
+	r := s.trec(t)
+	out := store.Timer{RunID: string(s.idOf(r.run)), WorkflowID: s.names.strs[r.wf], State: s.names.strs[r.state],
+		Version: r.version, Action: s.names.strs[r.action], DueAt: time.Unix(r.dueSec, int64(r.dueNsec)).UTC(),
+		Data: json.RawMessage(`{}`), Owner: s.names.strs[r.owner]}
+	out.ID = store.TimerID(out.RunID, out.Version, out.Action)
+	if d, ok := s.tm.data[t]; ok {
+		out.Data = d
+	}
+	if r.owner != 0 {
+		out.LeaseUntil = time.Unix(r.leaseSec, int64(r.leaseNsec)).UTC()
+	}
+	return out
+}
+
+// timerID returns the id of the timer in slot t.
+func (s *Store) timerID(t int32) string {
+	r := s.trec(t)
+	return store.TimerID(string(s.idOf(r.run)), r.version, s.names.strs[r.action])
+}
+
+// isTimer reports whether the timer in slot t, of a run whose id is the
+// first n bytes of id, has that id, without building it.
+func (s *Store) isTimer(t int32, id string, n int) bool {
+	r := s.trec(t)
+	var b [24]byte
+	v := strconv.AppendInt(b[:0], r.version, 10)
+	rest := id[n:]
+	return len(rest) > len(v)+1 && rest[0] == '/' && rest[1:1+len(v)] == string(v) &&
+		rest[1+len(v):] == "/"+s.names.strs[r.action]
+}
+
+// findTimer returns the slot of the pending timer id (see store.TimerID:
+// its run's id, "/", a version and "/" an action; a run id may hold "/",
+// so each prefix before one is tried).
+func (s *Store) findTimer(id string) (int32, bool) {
+	for i := strings.IndexByte(id, '/'); i >= 0; {
+		if slot, ok := s.lookup(id[:i]); ok {
+			for t := s.rec(slot).timers - 1; t >= 0; t = s.trec(t).next - 1 {
+				if s.isTimer(t, id, i) {
+					return t, true
+				}
+			}
 		}
-		r := &timerRec{t: t, ready: t.DueAt}
-		tm.byID[t.ID] = r
-		tm.byRun[run] = append(tm.byRun[run], r)
-		tm.ready.push(r)
-		tm.due.push(r)
+		j := strings.IndexByte(id[i+1:], '/')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
+	return 0, false
 }
 
-// dropRun removes run's timers.
-func (tm *timers) dropRun(run string) {
-	for _, r := range tm.byRun[run] {
-		delete(tm.byID, r.t.ID)
-		tm.ready.remove(r)
-		tm.due.remove(r)
+// replaceTimers makes ts the pending timers of the run in slot. The run's
+// old timers' records are reused for the new ones, in place: each moves
+// in the heaps from its old key to its new, which for a run going from a
+// state with a timer to another is a short way (removing a timer and
+// adding another walks the height of each heap twice, through records
+// the cache has not seen when many timers are pending).
+func (s *Store) replaceTimers(slot int32, ts []store.Timer) {
+	e := s.rec(slot)
+	p := &e.timers
+	for i := range ts {
+		tt := &ts[i]
+		ds, dn := timeKey(tt.DueAt)
+		rec := timerRec{run: slot, wf: s.names.id(tt.WorkflowID), state: s.names.id(tt.State),
+			action: s.names.id(tt.Action), version: tt.Version, dueSec: ds, dueNsec: dn, readySec: ds, readyNsec: dn}
+		var t int32
+		if *p != 0 { // reuse the old timer's record
+			t = *p - 1
+			r := s.trec(t)
+			rec.next, rec.at = r.next, r.at
+			*r = rec
+			delete(s.tm.data, t)
+			s.fix(&s.tm.ready, t)
+			s.fix(&s.tm.due, t)
+		} else {
+			t = s.tm.recs.alloc()
+			*s.trec(t) = rec
+			*p = t + 1
+			s.push(&s.tm.ready, t)
+			s.push(&s.tm.due, t)
+			s.tm.n++
+		}
+		if len(tt.Data) > 0 && string(tt.Data) != "{}" {
+			s.tm.data[t] = tt.Data
+		}
+		p = &s.trec(t).next
 	}
-	delete(tm.byRun, run)
+	for t := *p - 1; t >= 0; { // the old timers left over
+		next := s.trec(t).next - 1
+		s.freeTimer(t)
+		t = next
+	}
+	*p = 0
 }
 
-// drop removes one timer.
-func (tm *timers) drop(r *timerRec) {
-	delete(tm.byID, r.t.ID)
-	tm.ready.remove(r)
-	tm.due.remove(r)
-	rs := slices.DeleteFunc(tm.byRun[r.t.RunID], func(o *timerRec) bool { return o == r })
-	if len(rs) == 0 {
-		delete(tm.byRun, r.t.RunID)
-	} else {
-		tm.byRun[r.t.RunID] = rs
+// dropTimers removes the timers of the run in slot.
+func (s *Store) dropTimers(slot int32) {
+	e := s.rec(slot)
+	for t := e.timers - 1; t >= 0; {
+		next := s.trec(t).next - 1
+		s.freeTimer(t)
+		t = next
 	}
+	e.timers = 0
 }
 
-// doneTimers removes the named timers that are pending.
-func (tm *timers) done(ids []string) {
-	for _, id := range ids {
-		if r, ok := tm.byID[id]; ok {
-			tm.drop(r)
+// freeTimer removes timer t from the heaps and frees its slot (not from
+// its run's list).
+func (s *Store) freeTimer(t int32) {
+	s.remove(&s.tm.ready, t)
+	s.remove(&s.tm.due, t)
+	delete(s.tm.data, t)
+	s.tm.recs.release(t)
+	s.tm.n--
+}
+
+// dropTimer removes timer t.
+func (s *Store) dropTimer(t int32) {
+	e := s.rec(s.trec(t).run)
+	for p := &e.timers; *p != 0; p = &s.trec(*p - 1).next {
+		if *p-1 == t {
+			*p = s.trec(t).next
+			break
 		}
 	}
+	s.freeTimer(t)
 }
 
-// applyTimers applies c's timer changes (after PrepareTimers), under mu.
-func (s *Store) applyTimers(c *store.Commit, create bool) {
-	s.tm.done(c.DoneTimers)
+// applyTimers applies c's timer changes (after PrepareTimers) to the run
+// in slot: nothing when the commit completes none and does not replace
+// them.
+func (s *Store) applyTimers(slot int32, c *store.Commit, create bool) {
+	if s.rec(slot).timers != 0 {
+		for _, id := range c.DoneTimers {
+			if t, ok := s.findTimer(id); ok {
+				s.dropTimer(t)
+			}
+		}
+	}
 	if c.ReplaceTimers || create {
-		s.tm.replace(c.Run.ID, c.Timers)
+		s.replaceTimers(slot, c.Timers)
 	}
 }
 
@@ -209,14 +323,18 @@ func (s *Store) ClaimDueTimers(ctx context.Context, now time.Time, limit int, ow
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []store.Timer{}
+	nsec, nnsec := timeKey(now)
+	lsec, lnsec := timeKey(leaseUntil)
+	o := s.names.id(owner)
 	for len(out) < limit && len(s.tm.ready.a) > 0 {
-		r := s.tm.ready.a[0].r
-		if r.ready.After(now) {
+		top := s.tm.ready.a[0]
+		if top.sec > nsec || top.sec == nsec && top.nsec > nnsec {
 			break
 		}
-		r.t.Owner, r.t.LeaseUntil, r.ready = owner, leaseUntil, leaseUntil
-		s.tm.ready.fix(r)
-		out = append(out, r.t)
+		r := s.trec(top.t)
+		r.owner, r.leaseSec, r.leaseNsec, r.readySec, r.readyNsec = o, lsec, lnsec, lsec, lnsec
+		s.fix(&s.tm.ready, top.t)
+		out = append(out, s.timer(top.t))
 	}
 	store.SortTimers(out)
 	return out, nil
@@ -239,22 +357,24 @@ func (s *Store) NextTimerDue(ctx context.Context) (time.Time, bool, error) {
 	if len(s.tm.ready.a) == 0 {
 		return time.Time{}, false, nil
 	}
-	return s.tm.ready.a[0].r.ready, true, nil
+	top := s.tm.ready.a[0]
+	return time.Unix(top.sec, int64(top.nsec)).UTC(), true, nil
 }
 
 // ReleaseTimer implements store.TimerStore.
 func (s *Store) ReleaseTimer(ctx context.Context, id, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.tm.byID[id]
+	t, ok := s.findTimer(id)
 	if !ok {
 		return fmt.Errorf("memstore: timer %s: %w", id, store.ErrNotFound)
 	}
-	if r.t.Owner == "" || r.t.Owner != owner {
+	r := s.trec(t)
+	if o, ok := s.names.find(owner); r.owner == 0 || !ok || r.owner != o {
 		return fmt.Errorf("memstore: timer %s is not held by %s: %w", id, owner, store.ErrConflict)
 	}
-	r.t.Owner, r.t.LeaseUntil, r.ready = "", time.Time{}, r.t.DueAt
-	s.tm.ready.fix(r)
+	r.owner, r.leaseSec, r.leaseNsec, r.readySec, r.readyNsec = 0, 0, 0, r.dueSec, r.dueNsec
+	s.fix(&s.tm.ready, t)
 	return nil
 }
 
@@ -262,7 +382,9 @@ func (s *Store) ReleaseTimer(ctx context.Context, id, owner string) error {
 func (s *Store) CompleteTimer(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tm.done([]string{id})
+	if t, ok := s.findTimer(id); ok {
+		s.dropTimer(t)
+	}
 	return nil
 }
 
@@ -271,8 +393,10 @@ func (s *Store) RunTimers(ctx context.Context, runID string) ([]store.Timer, err
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []store.Timer{}
-	for _, r := range s.tm.byRun[runID] {
-		out = append(out, r.t)
+	if slot, ok := s.lookup(runID); ok {
+		for t := s.rec(slot).timers - 1; t >= 0; t = s.trec(t).next - 1 {
+			out = append(out, s.timer(t))
+		}
 	}
 	store.SortTimers(out)
 	return out, nil
@@ -282,18 +406,15 @@ func (s *Store) RunTimers(ctx context.Context, runID string) ([]store.Timer, err
 // due before it (a walk of those only, in the due heap), filtered, sorted
 // and paged. Under mu (read).
 func (s *Store) listDue(f store.RunFilter) []store.Run {
-	seen := map[string]bool{}
+	seen := map[int32]bool{}
 	var runs []store.Run
-	s.tm.due.before(f.DueBefore, func(r *timerRec) {
-		if seen[r.t.RunID] {
+	s.before(&s.tm.due, f.DueBefore, func(t int32) {
+		slot := s.trec(t).run
+		if seen[slot] {
 			return
 		}
-		seen[r.t.RunID] = true
-		slot, ok := s.lookup(r.t.RunID)
-		if !ok {
-			return
-		}
-		run := s.current(slot, r.t.RunID)
+		seen[slot] = true
+		run := s.currentAt(slot)
 		if f.Matches(run) && (f.Before.IsZero() || store.NewerFirst(f.Before, store.CursorOf(run))) {
 			runs = append(runs, run)
 		}

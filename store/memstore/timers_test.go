@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,33 +12,60 @@ import (
 )
 
 // The timer heaps stay heaps through random replacements, completions,
-// claims and releases: every entry is where its record says, no child
-// comes before its parent, and a walk of the due heap finds exactly the
+// claims, releases and deletions of runs: every entry is where its record
+// says, no child comes before its parent, the heaps hold exactly the
+// timers on the runs' lists, and a walk of the due heap finds exactly the
 // timers due before a time.
 func TestTimerHeapsStayOrdered(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := New()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	create := func(id string) {
+		t.Helper()
+		r := store.Run{ID: id, WorkflowID: "wf", Version: 1, CreatedAt: t0, UpdatedAt: t0}
+		r.State, r.Data = "A", json.RawMessage(`{}`)
+		c := store.Commit{Run: r, Event: store.Event{RunID: id, Seq: 1, Time: t0, Kind: store.EventCreated, To: "A", Snapshot: r.Snapshot}}
+		if err := s.CreateRun(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		create(fmt.Sprintf("r/%d", i)) // a "/" in the id, as findTimer allows
+	}
+	pending := func() map[string]time.Time {
+		all := map[string]time.Time{}
+		for i := range 20 {
+			ts, err := s.RunTimers(t.Context(), fmt.Sprintf("r/%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tt := range ts {
+				all[tt.ID] = tt.DueAt
+			}
+		}
+		return all
+	}
 	check := func(step int) {
 		t.Helper()
+		all := pending()
 		for _, h := range []*timerHeap{&s.tm.ready, &s.tm.due} {
-			if len(h.a) != len(s.tm.byID) {
-				t.Fatalf("step %d: heap %d holds %d entries for %d timers", step, h.which, len(h.a), len(s.tm.byID))
+			if len(h.a) != len(all) || s.tm.n != len(all) {
+				t.Fatalf("step %d: heap %d holds %d entries (count %d) for %d timers", step, h.which, len(h.a), s.tm.n, len(all))
 			}
 			for i, e := range h.a {
-				if e.r.at[h.which] != i {
-					t.Fatalf("step %d: heap %d entry %d says it is at %d", step, h.which, i, e.r.at[h.which])
+				if int(s.trec(e.t).at[h.which]) != i {
+					t.Fatalf("step %d: heap %d entry %d says it is at %d", step, h.which, i, s.trec(e.t).at[h.which])
 				}
-				if i > 0 && h.less(i, (i-1)/2) {
+				if i > 0 && s.less(h, i, (i-1)/2) {
 					t.Fatalf("step %d: heap %d entry %d comes before its parent", step, h.which, i)
 				}
 			}
 		}
 		cut := t0.Add(time.Duration(rng.IntN(100)) * time.Second)
 		var got, want []string
-		s.tm.due.before(cut, func(r *timerRec) { got = append(got, r.t.ID) })
-		for id, r := range s.tm.byID {
-			if r.t.DueAt.Before(cut) {
+		s.before(&s.tm.due, cut, func(tt int32) { got = append(got, s.timerID(tt)) })
+		for id, due := range all {
+			if due.Before(cut) {
 				want = append(want, id)
 			}
 		}
@@ -49,27 +77,39 @@ func TestTimerHeapsStayOrdered(t *testing.T) {
 	}
 	now := t0
 	for step := range 3000 {
-		run := fmt.Sprintf("r%d", rng.IntN(20))
-		switch op := rng.IntN(10); {
+		run := fmt.Sprintf("r/%d", rng.IntN(20))
+		slot, ok := s.lookup(run)
+		if !ok {
+			create(run)
+			slot, _ = s.lookup(run)
+		}
+		ts, _ := s.RunTimers(t.Context(), run)
+		switch op := rng.IntN(11); {
 		case op < 5:
-			var ts []store.Timer
+			var nts []store.Timer
 			for j := range rng.IntN(4) {
 				due := t0.Add(time.Duration(rng.IntN(100)) * time.Second)
-				ts = append(ts, store.Timer{ID: fmt.Sprintf("%s/%d/a%d", run, step, j), RunID: run, DueAt: due})
+				nts = append(nts, store.Timer{RunID: run, WorkflowID: "wf", State: "A", Version: int64(step), Action: fmt.Sprintf("a%d", j), DueAt: due})
 			}
-			s.tm.replace(run, ts)
+			s.replaceTimers(slot, nts)
 		case op < 7:
-			if rs := s.tm.byRun[run]; len(rs) > 0 {
-				s.tm.done([]string{rs[rng.IntN(len(rs))].t.ID})
+			if len(ts) > 0 {
+				if err := s.CompleteTimer(t.Context(), ts[rng.IntN(len(ts))].ID); err != nil {
+					t.Fatal(err)
+				}
 			}
 		case op < 9:
 			now = now.Add(time.Duration(rng.IntN(5)) * time.Second)
 			if _, err := s.ClaimDueTimers(t.Context(), now, 1+rng.IntN(3), "w", now.Add(time.Duration(1+rng.IntN(30))*time.Second)); err != nil {
 				t.Fatal(err)
 			}
+		case op < 10:
+			if len(ts) > 0 {
+				_ = s.ReleaseTimer(t.Context(), ts[0].ID, "w")
+			}
 		default:
-			if rs := s.tm.byRun[run]; len(rs) > 0 {
-				_ = s.ReleaseTimer(t.Context(), rs[0].t.ID, "w")
+			if err := s.DeleteRun(t.Context(), run, 1); err != nil {
+				t.Fatal(err)
 			}
 		}
 		check(step)

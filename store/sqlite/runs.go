@@ -251,7 +251,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 		if _, err := tx.Exec(`DELETE FROM tasks WHERE run_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete run %s's tasks: %w", id, err)
 		}
-		if _, err := tx.Exec(`DELETE FROM timers WHERE run_id = ?`, id); err != nil {
+		if _, err := tx.Exec(voidTimersQuery, runTimersArgs(id)...); err != nil {
 			return fmt.Errorf("sqlite: delete run %s's timers: %w", id, err)
 		}
 		return nil

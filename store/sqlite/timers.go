@@ -24,7 +24,7 @@ func applyTimers(tx wtx, c *store.Commit, create bool) error {
 		return nil
 	}
 	if !create { // a new run has none
-		if _, err := tx.Exec(`DELETE FROM timers WHERE run_id = ?`, c.Run.ID); err != nil {
+		if _, err := tx.Exec(voidTimersQuery, runTimersArgs(c.Run.ID)...); err != nil {
 			return fmt.Errorf("sqlite: void timers of run %s: %w", c.Run.ID, err)
 		}
 	}
@@ -37,6 +37,14 @@ func applyTimers(tx wtx, c *store.Commit, create bool) error {
 	}
 	return nil
 }
+
+// voidTimersQuery deletes a run's timers (runTimersArgs): a range of the
+// primary key, as a timer's id begins with its run's and "/".
+const voidTimersQuery = `DELETE FROM timers WHERE id >= ?1 AND id < ?2 AND run_id = ?3`
+
+// runTimersArgs are the arguments of the queries of one run's timers: the
+// range of the ids of its timers, then the run's id.
+func runTimersArgs(runID string) []any { return []any{runID + "/", runID + "0", runID} }
 
 const timerCols = `id, run_id, workflow_id, state, version, action, due_at, data, owner, lease_until`
 
@@ -138,7 +146,7 @@ func (s *Store) CompleteTimer(ctx context.Context, id string) error {
 
 // RunTimers implements store.TimerStore.
 func (s *Store) RunTimers(ctx context.Context, runID string) ([]store.Timer, error) {
-	rows, err := s.query(ctx, `SELECT `+timerCols+` FROM timers WHERE run_id = ? ORDER BY due_at, id`, runID)
+	rows, err := s.query(ctx, `SELECT `+timerCols+` FROM timers WHERE id >= ?1 AND id < ?2 AND run_id = ?3 ORDER BY due_at, id`, runTimersArgs(runID)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: run timers: %w", err)
 	}

@@ -43,10 +43,10 @@ func TestDueBeforeListUsesTimersDue(t *testing.T) {
 	}
 }
 
-// A commit that enters a state finds the run's old timers through
-// timers_run.
-func TestTimerVoidUsesTimersRun(t *testing.T) {
-	if p := queryPlan(t, `DELETE FROM timers WHERE run_id = ?`, "r"); !strings.Contains(p, "INDEX timers_run") {
+// A commit that enters a state finds the run's old timers as a range of
+// the primary key (their ids begin with the run's), not by a scan.
+func TestTimerVoidUsesThePrimaryKey(t *testing.T) {
+	if p := queryPlan(t, voidTimersQuery, runTimersArgs("r")...); !strings.Contains(p, "PRIMARY KEY (id>? AND id<?)") {
 		t.Fatalf("plan of voiding a run's timers: %s", p)
 	}
 }

@@ -32,6 +32,7 @@ func TimerStore(t *testing.T, newStore func(t *testing.T) RunsAndTimers) {
 		{"TimerReleaseAndComplete", testTimerReleaseAndComplete},
 		{"TimersVoidedAreNotClaimed", testTimersVoidedAreNotClaimed},
 		{"TimersDeletedWithRun", testTimersDeletedWithRun},
+		{"TimersOfNestedRunIDs", testTimersOfNestedRunIDs},
 		{"ListRunsDueBefore", testListRunsDueBefore},
 		{"TimersClaimedOnce", testTimersClaimedOnce},
 	})
@@ -314,6 +315,39 @@ func testTimersDeletedWithRun(t *testing.T, s RunsAndTimers) {
 		t.Fatal(err)
 	}
 	wantIDs(t, "timers of a run re-created without any", runTimers(t, s, "gone"))
+}
+
+// testTimersOfNestedRunIDs: a run whose id begins with another run's
+// id and "/" (so its timers' ids begin as the other's do) keeps its
+// timers when the other run's are replaced, listed, completed or deleted.
+func testTimersOfNestedRunIDs(t *testing.T, s RunsAndTimers) {
+	runs := map[string]store.Run{}
+	for _, id := range []string{"ns", "ns/1", "ns/1/x"} {
+		c := NewRun(id)
+		c.Timers = []store.Timer{At("fire", t0.Add(time.Hour), "")}
+		if err := s.CreateRun(ctx(), c); err != nil {
+			t.Fatal(err)
+		}
+		runs[id] = c.Run
+	}
+	wantIDs(t, "timers of ns", runTimers(t, s, "ns"), "ns/1/fire")
+	wantIDs(t, "timers of ns/1", runTimers(t, s, "ns/1"), "ns/1/1/fire")
+	enter := Enter(runs["ns"], "go", "WAIT", At("later", t0.Add(2*time.Hour), ""))
+	if err := s.CommitRun(ctx(), 1, enter).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "timers of ns after it entered WAIT", runTimers(t, s, "ns"), "ns/2/later")
+	wantIDs(t, "timers of ns/1 after ns entered WAIT", runTimers(t, s, "ns/1"), "ns/1/1/fire")
+	if err := s.CompleteTimer(ctx(), "ns/1/1/fire"); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "timers of ns/1 once its timer completed", runTimers(t, s, "ns/1"))
+	wantIDs(t, "timers of ns once ns/1's completed", runTimers(t, s, "ns"), "ns/2/later")
+	if err := s.DeleteRun(ctx(), "ns", 2); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "timers of ns/1/x once ns was deleted", runTimers(t, s, "ns/1/x"), "ns/1/x/1/fire")
+	wantIDs(t, "claim", claim(t, s, t0.Add(3*time.Hour), 10, "w"), "ns/1/x/1/fire")
 }
 
 // testListRunsDueBefore: due_before lists the runs with a timer due
