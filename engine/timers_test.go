@@ -495,6 +495,8 @@ func TestTimerRefusedDuringATaskLeavesTheTaskAlone(t *testing.T) {
 		if ts, _ := st.RunTimers(context.Background(), run.ID); len(ts) != 0 {
 			t.Fatalf("timers left: %+v", ts)
 		}
+	})
+}
 
 // The loop claims the next timers while a batch still fires: once no more
 // than half a batch is left to fire, it claims again, so a slow firing
