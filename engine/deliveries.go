@@ -107,7 +107,7 @@ func (l *DeliveryLoop) run() {
 			e.log.Error("claiming webhook deliveries failed", "err", err)
 		}
 		if now := e.clock.Now(); now.Sub(lastLoad) >= l.opts.Poll {
-			if err := e.loadSubscriptions(l.ctx); err != nil && l.ctx.Err() == nil {
+			if _, err := e.loadSubscriptions(l.ctx); err != nil && l.ctx.Err() == nil {
 				e.log.Error("reloading webhook subscriptions failed", "err", err)
 			}
 			lastLoad = now
@@ -195,7 +195,7 @@ func (e *Engine) attemptDelivery(ctx context.Context, s *store.Subscription, d s
 	if err != nil {
 		return webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
 	}
-	return e.sender().Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+	return e.webhooks.Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
 }
 
 // recordDelivery records attempt a of d to s: delivered, tried again
@@ -248,7 +248,7 @@ func (e *Engine) disableWebhook(ctx context.Context, id, reason string) {
 		return
 	}
 	e.log.Info("webhook subscription disabled", "subscription", id, "reason", reason)
-	if err := e.loadSubscriptions(ctx); err != nil {
+	if _, err := e.loadSubscriptions(ctx); err != nil {
 		e.log.Warn("reloading webhook subscriptions failed", "err", err)
 	}
 }

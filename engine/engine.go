@@ -172,7 +172,7 @@ type Engine struct {
 	vers         versions
 	webhooks     *webhook.Sender
 	subs         atomic.Pointer[subscriptions] // the active webhook subscriptions
-	deliveryLoop deliveryLoopRef               // told of stored deliveries (StartDeliveries)
+	deliveryLoop atomic.Pointer[DeliveryLoop]  // told of stored deliveries (StartDeliveries)
 }
 
 func (e *Engine) setWake(f func()) {
@@ -273,7 +273,7 @@ func New(st Store, defs []*workflow.Definition, opts *Options) (*Engine, error) 
 	if err := e.storeDefinitions(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.loadSubscriptions(ctx); err != nil {
+	if _, err := e.loadSubscriptions(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/asmp-dev/asmp/protocol"
@@ -39,17 +38,19 @@ const MaxWebhooks = 256
 const DefaultSecretGrace = 24 * time.Hour
 
 // loadSubscriptions reads every stored subscription into the engine's
-// view. The delivery loop calls it on every poll, so that subscriptions
-// made or removed through another replica take effect here within the
-// poll interval.
-func (e *Engine) loadSubscriptions(ctx context.Context) error {
+// view and returns how many are stored (disabled ones included). The
+// delivery loop calls it on every poll, so that subscriptions made or
+// removed through another replica take effect here within the poll
+// interval.
+func (e *Engine) loadSubscriptions(ctx context.Context) (int, error) {
 	var active []store.Subscription
-	after := ""
+	n, after := 0, ""
 	for {
 		page, err := e.store.ListSubscriptions(ctx, after, 100)
 		if err != nil {
-			return fmt.Errorf("engine: read webhook subscriptions: %w", err)
+			return 0, fmt.Errorf("engine: read webhook subscriptions: %w", err)
 		}
+		n += len(page)
 		for _, s := range page {
 			if !s.Disabled {
 				active = append(active, s)
@@ -61,7 +62,7 @@ func (e *Engine) loadSubscriptions(ctx context.Context) error {
 		after = page[len(page)-1].ID
 	}
 	e.subs.Store(&subscriptions{active: active})
-	return nil
+	return n, nil
 }
 
 // messageID is the stable id of the message of type typ about event seq
@@ -162,9 +163,13 @@ func (e *Engine) outbox(def *workflow.Definition, prevStatus string, c *store.Co
 
 // outboxStored tells the delivery loop that a commit stored deliveries.
 func (e *Engine) outboxStored(c *store.Commit) {
-	if len(c.Outbox) == 0 {
-		return
+	if len(c.Outbox) > 0 {
+		e.wakeDeliveries()
 	}
+}
+
+// wakeDeliveries makes the delivery loop, if one runs, look now.
+func (e *Engine) wakeDeliveries() {
 	if l := e.deliveryLoop.Load(); l != nil {
 		select {
 		case l.wake <- struct{}{}:
@@ -172,9 +177,6 @@ func (e *Engine) outboxStored(c *store.Commit) {
 		}
 	}
 }
-
-// sender returns the engine's webhook sender.
-func (e *Engine) sender() *webhook.Sender { return e.webhooks }
 
 // CreateWebhook stores a new subscription after checking it: known event
 // types, a served workflow, states of it (or of some served workflow), and
@@ -184,8 +186,8 @@ func (e *Engine) CreateWebhook(ctx context.Context, req protocol.WebhookRequest)
 	if err := e.checkWebhook(ctx, &req); err != nil {
 		return protocol.WebhookSubscription{}, err
 	}
-	if n, err := e.countWebhooks(ctx); err != nil {
-		return protocol.WebhookSubscription{}, err
+	if n, err := e.loadSubscriptions(ctx); err != nil {
+		return protocol.WebhookSubscription{}, internal("could not read the subscriptions", err)
 	} else if n >= MaxWebhooks {
 		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.ETooLarge, "This server keeps at most %d webhook subscriptions; delete one (DELETE /webhooks/{id}) first.", MaxWebhooks)
 	}
@@ -203,27 +205,12 @@ func (e *Engine) CreateWebhook(ctx context.Context, req protocol.WebhookRequest)
 	if err := e.store.PutSubscription(ctx, s); err != nil {
 		return protocol.WebhookSubscription{}, internal("could not store the subscription", err)
 	}
-	if err := e.loadSubscriptions(ctx); err != nil {
+	if _, err := e.loadSubscriptions(ctx); err != nil {
 		return protocol.WebhookSubscription{}, internal("could not reload the subscriptions", err)
 	}
 	out := webhookView(&s)
 	out.Secret = secret.Encode()
 	return out, nil
-}
-
-func (e *Engine) countWebhooks(ctx context.Context) (int, error) {
-	n, after := 0, ""
-	for {
-		page, err := e.store.ListSubscriptions(ctx, after, 100)
-		if err != nil {
-			return 0, internal("could not read the subscriptions", err)
-		}
-		n += len(page)
-		if len(page) < 100 {
-			return n, nil
-		}
-		after = page[len(page)-1].ID
-	}
 }
 
 func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest) error {
@@ -267,7 +254,7 @@ func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest)
 			return protocol.Errorf(protocol.EInvalid, "Unknown state %q in \"states\": no served workflow%s has it.", st, map[bool]string{true: " " + req.WorkflowID, false: ""}[req.WorkflowID != ""])
 		}
 	}
-	if err := e.sender().CheckURL(ctx, req.URL); err != nil {
+	if err := e.webhooks.CheckURL(ctx, req.URL); err != nil {
 		if errors.Is(err, webhook.ErrRefused) {
 			return protocol.Errorf(protocol.EInvalid, "The url is refused as a webhook target: %v. Targets are https:// addresses on the public internet; an operator admits others with asmp serve --webhook-allow.", err)
 		}
@@ -337,7 +324,7 @@ func (e *Engine) DeleteWebhook(ctx context.Context, id string) error {
 	if err != nil {
 		return internal("could not delete the subscription", err)
 	}
-	if err := e.loadSubscriptions(ctx); err != nil {
+	if _, err := e.loadSubscriptions(ctx); err != nil {
 		return internal("could not reload the subscriptions", err)
 	}
 	return nil
@@ -452,7 +439,7 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 	if err == nil && s.Disabled {
 		s.Disabled, s.DisabledReason, s.UpdatedAt = false, "", e.now().UTC()
 		if err = e.store.PutSubscription(ctx, s); err == nil {
-			err = e.loadSubscriptions(ctx)
+			_, err = e.loadSubscriptions(ctx)
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
@@ -461,14 +448,6 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not schedule the delivery", err)
 	}
-	if l := e.deliveryLoop.Load(); l != nil {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	}
+	e.wakeDeliveries()
 	return e.WebhookDelivery(ctx, id, did)
 }
-
-// deliveryLoopRef is where the engine keeps its delivery loop.
-type deliveryLoopRef = atomic.Pointer[DeliveryLoop]

@@ -654,3 +654,33 @@ func TestWebhookDeliveriesListNewestFirst(t *testing.T) {
 		}
 	})
 }
+
+// A server keeps at most engine.MaxWebhooks subscriptions (each is matched
+// against every commit): one more is refused with a hint, until one is
+// deleted. A rotation's grace period is bounded.
+func TestWebhookBounds(t *testing.T) {
+	st := backends.All()[0].New(t).Open(t)
+	h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+	var first protocol.WebhookSubscription
+	for i := range engine.MaxWebhooks {
+		s := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+		if i == 0 {
+			first = s
+		}
+	}
+	_, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: h.rc.srv.URL, Events: []string{"run.created"}})
+	if protocol.ErrorCode(err) != protocol.ETooLarge || !strings.Contains(protocol.ErrorHint(err), "DELETE /webhooks/{id}") {
+		t.Fatalf("subscription %d: %v, want too_large with a hint", engine.MaxWebhooks+1, err)
+	}
+	if err := h.eng.DeleteWebhook(context.Background(), first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: h.rc.srv.URL, Events: []string{"run.created"}}); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
+	for _, g := range []time.Duration{-time.Second, 31 * 24 * time.Hour} {
+		if _, err := h.eng.RotateWebhookSecret(context.Background(), first.ID, g); protocol.ErrorCode(err) != protocol.EInvalid {
+			t.Errorf("rotate with grace %s: %v, want invalid", g, err)
+		}
+	}
+}
