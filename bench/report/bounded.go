@@ -190,7 +190,7 @@ func (r *results) boundedTargets() []target {
 	for _, tg := range []struct {
 		target string
 		p99    float64
-	}{{"memory", 5}, {"sqlite", 10}} {
+	}{{"memory", 5}, {"sqlite", 15}} {
 		n := b.largest(tg.target)
 		t := target{name: fmt.Sprintf("Transitions, %s, at 1,000,000 stored runs ≥ 0.9 of the empty store's rps", tg.target)}
 		if empty, ok := b.find("tick", tg.target, 0, 64); ok && n > 0 {
