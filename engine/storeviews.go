@@ -27,6 +27,13 @@ func (e *Engine) PendingTasks(ctx context.Context) (int64, error) {
 	return e.store.PendingTasks(ctx)
 }
 
+// PendingDeliveries returns how many webhook deliveries wait to be sent
+// (store.WebhookStore.PendingDeliveries): the outbox's backlog, retries
+// included, failed ones not.
+func (e *Engine) PendingDeliveries(ctx context.Context) (int64, error) {
+	return e.store.PendingDeliveries(ctx)
+}
+
 // StoredDefinitions returns every stored version of workflowID
 // (store.DefinitionStore.Definitions).
 func (e *Engine) StoredDefinitions(ctx context.Context, workflowID string) ([]store.Definition, error) {

@@ -67,6 +67,7 @@ func newMetrics(e *engine.Engine, ledgerSize func(context.Context) (int64, error
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
 			func() float64 { return float64(e.Hub().Subscribers()) }),
 		storeGauge("asmp_task_queue_depth", "Background tasks not yet done (pending or running).", e.PendingTasks),
+		storeGauge("asmp_webhook_deliveries_pending", "Webhook deliveries not yet sent: the outbox's backlog, retries included.", e.PendingDeliveries),
 		storeGauge("asmp_ledger_records", "Records in the OIP ledger.", ledgerSize),
 		&runsCollector{e: e},
 	)

@@ -190,11 +190,27 @@ func TestMetrics(t *testing.T) {
 		`asmp_stream_subscribers 0`,
 		`asmp_task_queue_depth 0`,
 		`asmp_ledger_records 0`,
+		`asmp_webhook_deliveries_pending 0`,
 		`asmp_http_request_duration_seconds_bucket`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// The outbox's backlog is a gauge: a subscription's messages count until
+// they are sent (no delivery loop runs in this test's server).
+func TestMetricsWebhookBacklog(t *testing.T) {
+	e := start(t, setup{eopts: loopbackWebhooks(t)})
+	r := e.do("POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"run.created", "run.state_changed"}})
+	if r.status != 201 {
+		t.Fatalf("subscribe: %d %s", r.status, r.body)
+	}
+	id := e.startRun("").RunID
+	frame(t, e.fire(id, "start", nil), 200)
+	if m := string(e.do("GET", "/metrics", nil).body); !strings.Contains(m, "\nasmp_webhook_deliveries_pending 2\n") {
+		t.Errorf("metrics do not count the two pending deliveries:\n%s", m)
 	}
 }
 
