@@ -19,10 +19,10 @@ func Median(xs []float64) float64 {
 }
 
 // NoopWorkload names the no-op server's workload an asmp workload is
-// compared with (the no-op server has one transition workload for both
+// compared with (the no-op server has one transition workload for all
 // of asmp's).
 func NoopWorkload(workload string) string {
-	if workload == "transition_1run" {
+	if workload == "transition_1run" || workload == "transition_webhook" {
 		return "transition"
 	}
 	return workload

@@ -17,7 +17,7 @@ func TestMedian(t *testing.T) {
 			}
 		}
 	}
-	if NoopWorkload("transition_1run") != "transition" || NoopWorkload("get_cli") != "get_cli" {
+	if NoopWorkload("transition_1run") != "transition" || NoopWorkload("transition_webhook") != "transition" || NoopWorkload("get_cli") != "get_cli" {
 		t.Error("NoopWorkload")
 	}
 }
