@@ -126,27 +126,39 @@ func PrepareOutbox(c *Commit) error {
 	if len(c.Outbox) == 0 {
 		return nil
 	}
-	out := make([]Delivery, len(c.Outbox))
-	seen := make(map[string]bool, len(c.Outbox))
-	for i, d := range c.Outbox {
+	out, err := PrepareEnqueue(c.Run.ID, c.Run.Version, c.Event.Time, c.Outbox)
+	if err != nil {
+		return err
+	}
+	c.Outbox = out
+	return nil
+}
+
+// PrepareEnqueue checks and completes, as PrepareOutbox does, deliveries
+// that report event seq of run runID, which happened at at, and returns
+// the completed copies. Backends call it first in EnqueueDeliveries.
+func PrepareEnqueue(runID string, seq int64, at time.Time, ds []Delivery) ([]Delivery, error) {
+	out := make([]Delivery, len(ds))
+	seen := make(map[string]bool, len(ds))
+	for i, d := range ds {
 		switch {
 		case d.ID == "":
-			return fmt.Errorf("store: a delivery of run %s has no id", c.Run.ID)
+			return nil, fmt.Errorf("store: a delivery of run %s has no id", runID)
 		case seen[d.ID]:
-			return fmt.Errorf("store: run %s stores delivery %s twice", c.Run.ID, d.ID)
+			return nil, fmt.Errorf("store: run %s stores delivery %s twice", runID, d.ID)
 		case d.SubscriptionID == "" || d.MessageID == "" || d.Type == "":
-			return fmt.Errorf("store: delivery %s of run %s lacks its subscription, message id or type", d.ID, c.Run.ID)
+			return nil, fmt.Errorf("store: delivery %s of run %s lacks its subscription, message id or type", d.ID, runID)
 		case len(d.Body) == 0:
-			return fmt.Errorf("store: delivery %s of run %s has no body", d.ID, c.Run.ID)
-		case d.RunID != "" && d.RunID != c.Run.ID, d.Seq != 0 && d.Seq != c.Run.Version:
-			return fmt.Errorf("store: delivery %s reports run %s at %d, not the commit's (%s, %d)", d.ID, d.RunID, d.Seq, c.Run.ID, c.Run.Version)
+			return nil, fmt.Errorf("store: delivery %s of run %s has no body", d.ID, runID)
+		case d.RunID != "" && d.RunID != runID, d.Seq != 0 && d.Seq != seq:
+			return nil, fmt.Errorf("store: delivery %s reports run %s at %d, not the event's (%s, %d)", d.ID, d.RunID, d.Seq, runID, seq)
 		case d.Status != "" && d.Status != DeliveryPending:
-			return fmt.Errorf("store: delivery %s is stored %q; a new delivery is pending", d.ID, d.Status)
+			return nil, fmt.Errorf("store: delivery %s is stored %q; a new delivery is pending", d.ID, d.Status)
 		}
 		seen[d.ID] = true
-		d.RunID, d.Seq, d.Status = c.Run.ID, c.Run.Version, DeliveryPending
+		d.RunID, d.Seq, d.Status = runID, seq, DeliveryPending
 		if d.CreatedAt.IsZero() {
-			d.CreatedAt = c.Event.Time
+			d.CreatedAt = at
 		}
 		if d.NextAt.IsZero() {
 			d.NextAt = d.CreatedAt
@@ -155,8 +167,7 @@ func PrepareOutbox(c *Commit) error {
 		d.Attempts, d.FirstAttemptAt, d.Owner, d.LeaseUntil, d.LastError = 0, time.Time{}, "", time.Time{}, ""
 		out[i] = d
 	}
-	c.Outbox = out
-	return nil
+	return out, nil
 }
 
 // CheckAttempt checks RecordAttempt's arguments: a known status, and a
@@ -315,4 +326,15 @@ type WebhookStore interface {
 	// PendingDeliveries counts the pending deliveries, of every
 	// subscription (disabled ones' included): the outbox's depth.
 	PendingDeliveries(ctx context.Context) (int64, error)
+
+	// EnqueueDeliveries stores deliveries outside a run's commit: messages
+	// about run runID while it stays at version seq (a running task's
+	// progress), completed by PrepareEnqueue with the event time at. They
+	// are stored, atomically, only if the run is still at version seq:
+	// ErrConflict when it moved on (the messages would report a past
+	// state, behind the ones its later commits stored), ErrNotFound when
+	// the run is not stored, ErrExists when a delivery id is taken. As in
+	// a commit, a delivery for a subscription that is not stored is
+	// dropped. They take their place in their queues by (Seq, ID).
+	EnqueueDeliveries(ctx context.Context, runID string, seq int64, at time.Time, ds []Delivery) error
 }

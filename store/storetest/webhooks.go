@@ -35,6 +35,7 @@ func WebhookStore(t *testing.T, newStore func(t *testing.T) RunsAndWebhooks) {
 		{"DeleteSubscriptionCascades", testDeleteSubscriptionCascades},
 		{"ListDeliveriesPaging", testListDeliveriesPaging},
 		{"DeliveriesClaimedOnceInOrder", testDeliveriesClaimedOnce},
+		{"EnqueueDeliveriesOutsideACommit", testEnqueueDeliveries},
 	})
 }
 
@@ -640,4 +641,57 @@ func DeliverAll(t *testing.T, claimers []store.WebhookStore, now time.Time) int 
 	}
 	wg.Wait()
 	return len(done)
+}
+
+// testEnqueueDeliveries: deliveries stored outside a commit report the
+// run at its current version, queue behind that version's messages and
+// ahead of the next commit's; they are refused whole when the run moved
+// on, is not stored, or an id is taken.
+func testEnqueueDeliveries(t *testing.T, s RunsAndWebhooks) {
+	putSub(t, s, Sub("a"))
+	r := createWith(t, s, "run", Out("a-1", "a", "1"))
+	at := t0.Add(time.Second)
+	if err := s.EnqueueDeliveries(ctx(), "run", 1, at, []store.Delivery{Out("a-1p", "a", "p1"), Out("x-1p", "nosub", "p2")}); err != nil {
+		t.Fatalf("EnqueueDeliveries at the run's version: %v", err)
+	}
+	d := getDel(t, s, "a", "a-1p")
+	if d.RunID != "run" || d.Seq != 1 || d.Status != store.DeliveryPending || !d.CreatedAt.Equal(at) || !d.NextAt.Equal(at) || d.MessageID != "p1" {
+		t.Fatalf("enqueued delivery = %+v, want run at seq 1, pending from %v", d, at)
+	}
+	if _, err := s.GetDelivery(ctx(), "nosub", "x-1p"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the delivery for a subscription that is not stored: %v, want ErrNotFound (dropped)", err)
+	}
+	if n := pending(t, s); n != 2 {
+		t.Fatalf("pending = %d, want 2", n)
+	}
+	r = commitWith(t, s, r, Out("a-2", "a", "2"))
+	now := t0.Add(time.Minute)
+	wantDeliveries(t, "first claim", claimDel(t, s, now, 10, "w"), "a-1")
+	record(t, s, "a-1", "w", now, store.DeliveryDelivered, time.Time{})
+	wantDeliveries(t, "claim after the commit's message", claimDel(t, s, now, 10, "w"), "a-1p")
+	record(t, s, "a-1p", "w", now, store.DeliveryDelivered, time.Time{})
+	wantDeliveries(t, "claim after the enqueued message", claimDel(t, s, now, 10, "w"), "a-2")
+
+	if err := s.EnqueueDeliveries(ctx(), "run", 1, at, []store.Delivery{Out("stale", "a", "p3")}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("EnqueueDeliveries at a past version: %v, want ErrConflict", err)
+	}
+	if err := s.EnqueueDeliveries(ctx(), "run", r.Version, at, []store.Delivery{Out("fresh", "a", "p4"), Out("a-1p", "a", "p5")}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("EnqueueDeliveries with a taken id: %v, want ErrExists", err)
+	}
+	if err := s.EnqueueDeliveries(ctx(), "nope", 1, at, []store.Delivery{Out("nope-p", "a", "p6")}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("EnqueueDeliveries for a run that is not stored: %v, want ErrNotFound", err)
+	}
+	bad := Out("bad", "a", "p7")
+	bad.Body = nil
+	if err := s.EnqueueDeliveries(ctx(), "run", r.Version, at, []store.Delivery{Out("ok", "a", "p8"), bad}); err == nil {
+		t.Fatal("EnqueueDeliveries with a delivery without a body was accepted")
+	}
+	for _, id := range []string{"stale", "fresh", "nope-p", "ok", "bad"} {
+		if _, err := s.GetDelivery(ctx(), "a", id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("delivery %s of a refused EnqueueDeliveries: %v, want ErrNotFound (nothing stored)", id, err)
+		}
+	}
+	if n := pending(t, s); n != 1 {
+		t.Fatalf("pending = %d, want 1 (a-2)", n)
+	}
 }
