@@ -307,7 +307,8 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 	if p := st.Task.Retry; p != nil {
 		maxAttempts = max(p.MaxAttempts, 1)
 	}
-	report := func(progress, hint string) { e.PublishProgress(r.ID, t.Version, progress, hint) }
+	publish := e.progressReporter(r, t)
+	report := publish
 	if maxAttempts > 1 {
 		// Under a retry policy, say which attempt reports.
 		of := "Attempt " + strconv.Itoa(attempt) + " of " + strconv.Itoa(maxAttempts)
@@ -317,10 +318,10 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 			} else {
 				hint = of + ": " + hint
 			}
-			e.PublishProgress(r.ID, t.Version, progress, hint)
+			publish(progress, hint)
 		}
 		if attempt > 1 {
-			e.PublishProgress(r.ID, t.Version, "attempt "+strconv.Itoa(attempt)+" of "+strconv.Itoa(maxAttempts), of+" of the task of state "+r.State+" started.")
+			publish("attempt "+strconv.Itoa(attempt)+" of "+strconv.Itoa(maxAttempts), of+" of the task of state "+r.State+" started.")
 		}
 	}
 	defer func() {

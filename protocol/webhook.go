@@ -62,6 +62,11 @@ type WebhookData struct {
 	// FrameHref is the path of the run's frame on the server that sent the
 	// message ("/runs/{run_id}").
 	FrameHref string `json:"frame_href"`
+	// Progress and Hint are a task.progress message's report, as the
+	// run's stream carries it ({"progress": "45%", "hint": "…"}); absent
+	// from the other types.
+	Progress string `json:"progress,omitempty"`
+	Hint     string `json:"hint,omitempty"`
 }
 
 // WebhookRequest is the body of POST /webhooks: where to send messages,
