@@ -17,7 +17,8 @@ import (
 
 // task.progress webhooks: a running task's reports reach the run's
 // stream each time, and the subscriptions that want task.progress at
-// most once per ProgressWebhookInterval per task attempt. Those messages
+// most once per ProgressWebhookInterval per task attempt, plus its last
+// report when the task ends. Those messages
 // are stored with store.WebhookStore.EnqueueDeliveries, outside any
 // commit (a report commits nothing), for the run at the version the task
 // runs under: a report made after the run moved on stores nothing. They
@@ -25,9 +26,10 @@ import (
 // that started the task and before the one of the change that ends it.
 
 // ProgressWebhookInterval is the least time between two task.progress
-// messages of one task attempt: the first report is sent, and then the
-// first one made at least this long after the last one sent. Streams get
-// every report.
+// messages of one task attempt: the first report is sent, then the first
+// one made at least this long after the last one sent, and, when the task
+// ends, its last report if that one was held back. Streams get every
+// report.
 const ProgressWebhookInterval = time.Second
 
 // progressGate admits one task attempt's reports to webhooks.
@@ -36,20 +38,25 @@ type progressGate struct {
 	n    int       // reports admitted
 	last time.Time // when the last one was admitted (engine clock)
 	at   time.Time // its message's time
+	// held is the last report held back since (nil: none).
+	held *[2]string
 }
 
 // admit reports whether a report made at now is sent as a webhook
-// message; if it is, it returns its number (1, 2, …) and its time: now,
-// or just after floor and the previous message's time when the clock has
-// not passed them, so that the messages' delivery ids sort after the
-// message of the change that started the task (at floor) and after each
-// other.
-func (g *progressGate) admit(now, floor time.Time) (int, time.Time, bool) {
+// message (final: the task's last report, sent whatever the interval);
+// if it is, it returns its number (1, 2, …) and its time: now, or just
+// after floor and the previous message's time when the clock has not
+// passed them, so that the messages' delivery ids sort after the message
+// of the change that started the task (at floor) and after each other.
+// A report not admitted is held, for flush.
+func (g *progressGate) admit(now, floor time.Time, progress, hint string, final bool) (int, time.Time, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.n > 0 && now.Sub(g.last) < ProgressWebhookInterval {
+	if !final && g.n > 0 && now.Sub(g.last) < ProgressWebhookInterval {
+		g.held = &[2]string{progress, hint}
 		return 0, time.Time{}, false
 	}
+	g.held = nil
 	g.n++
 	g.last = now
 	at := now
@@ -63,22 +70,44 @@ func (g *progressGate) admit(now, floor time.Time) (int, time.Time, bool) {
 	return g.n, at, true
 }
 
+// takeHeld returns the report held back, if any, and forgets it.
+func (g *progressGate) takeHeld() (*[2]string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.held
+	g.held = nil
+	return h, h != nil
+}
+
 // progressReporter returns the function a task attempt of run r (task t)
-// reports progress with: to the run's stream, and, through one gate per
-// attempt, to the subscriptions that want it.
-func (e *Engine) progressReporter(r *Run, t store.Task) func(progress, hint string) {
+// reports progress with (to the run's stream, and, through one gate per
+// attempt, to the subscriptions that want it), and the function to call
+// once the task returned, before its outcome is committed: it sends the
+// last report if the gate held it back, so a receiver sees where the task
+// ended ("100%") before the change that follows.
+func (e *Engine) progressReporter(r *Run, t store.Task) (report func(progress, hint string), flush func()) {
 	gate := &progressGate{}
-	return func(progress, hint string) {
-		e.PublishProgress(r.ID, t.Version, progress, hint)
+	send := func(progress, hint string, final bool) {
 		if !e.wantsProgress(r) {
 			return
 		}
-		n, at, ok := gate.admit(e.now().UTC(), r.UpdatedAt)
+		now := e.now().UTC()
+		n, at, ok := gate.admit(now, r.UpdatedAt, progress, hint, final)
 		if !ok {
 			return
 		}
-		e.progressOutbox(context.Background(), r, t, n, at, progress, hint)
+		e.progressOutbox(context.Background(), r, t, n, at, now, progress, hint)
 	}
+	report = func(progress, hint string) {
+		e.PublishProgress(r.ID, t.Version, progress, hint)
+		send(progress, hint, false)
+	}
+	flush = func() {
+		if h, ok := gate.takeHeld(); ok {
+			send(h[0], h[1], true)
+		}
+	}
+	return report, flush
 }
 
 // wantsProgress reports whether an active subscription wants task.progress
@@ -97,9 +126,10 @@ func (e *Engine) wantsProgress(r *Run) bool {
 }
 
 // progressOutbox stores the n-th task.progress message of task t of run
-// r, made at at, for each subscription that wants it. It is best effort:
+// r, made at at (its time, which orders it) and due now, for each
+// subscription that wants it. It is best effort:
 // a report that cannot be stored is logged, and the task goes on.
-func (e *Engine) progressOutbox(ctx context.Context, r *Run, t store.Task, n int, at time.Time, progress, hint string) {
+func (e *Engine) progressOutbox(ctx context.Context, r *Run, t store.Task, n int, at, now time.Time, progress, hint string) {
 	subs := e.subs.Load()
 	if subs == nil {
 		return
@@ -123,7 +153,7 @@ func (e *Engine) progressOutbox(ctx context.Context, r *Run, t store.Task, n int
 			}
 		}
 		out = append(out, store.Delivery{ID: progressDeliveryID(s.ID, r.ID, t.Version, n, at), SubscriptionID: s.ID, MessageID: msg,
-			RunID: r.ID, Seq: t.Version, Type: protocol.WebhookTaskProgress, Body: body, NextAt: at, CreatedAt: at})
+			RunID: r.ID, Seq: t.Version, Type: protocol.WebhookTaskProgress, Body: body, NextAt: now, CreatedAt: at})
 	}
 	if len(out) == 0 {
 		return

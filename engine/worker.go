@@ -307,7 +307,8 @@ func (w *Workers) execute(ctx context.Context, r *Run, st *workflow.State, t sto
 	if p := st.Task.Retry; p != nil {
 		maxAttempts = max(p.MaxAttempts, 1)
 	}
-	publish := e.progressReporter(r, t)
+	publish, flush := e.progressReporter(r, t)
+	defer flush() // after the task returned (and after a panic's recovery below)
 	report := publish
 	if maxAttempts > 1 {
 		// Under a retry policy, say which attempt reports.

@@ -13,7 +13,8 @@ import (
 )
 
 // steppedTask reports progress in three steps, each when the test says:
-// 10% and 20% at once, then 30%, then 50%, then it succeeds.
+// 10% and 20% at once, then 30%, then 50%, then 100% just before it
+// succeeds.
 type steppedTask struct {
 	done chan int      // the step just reported
 	next chan struct{} // go on
@@ -32,12 +33,14 @@ func (s *steppedTask) run(ctx context.Context, tc *workflow.TaskContext) (string
 			return "", ctx.Err()
 		}
 	}
+	tc.Report("100%", "done")
 	return "", nil
 }
 
 // A running task's progress reaches the subscriptions that want
-// task.progress at most once a second per task (the engine's clock), in
-// the run's order: after the change that started the task, before the
+// task.progress at most once a second per task (the engine's clock), and
+// its last report when it ends if that one was held back, in the run's
+// order: after the change that started the task, before the
 // one that ended it; subscriptions that do not want it (by type or
 // state) get none.
 func TestWebhooksTaskProgress(t *testing.T) {
@@ -123,12 +126,12 @@ func TestWebhooksTaskProgress(t *testing.T) {
 		for h.deliver(t) > 0 {
 		}
 		got := h.rc.received()
-		if want := "run.state_changed@WORK task.progress@WORK task.progress@WORK run.state_changed@DONE"; hookTypes(got) != want {
+		if want := "run.state_changed@WORK task.progress@WORK task.progress@WORK task.progress@WORK run.state_changed@DONE"; hookTypes(got) != want {
 			t.Fatalf("received %s\nwant     %s", hookTypes(got), want)
 		}
-		p1, p2 := got[1].Msg, got[2].Msg
-		if p1.Data.Progress != "10%" || p1.Data.Hint != "one" || p2.Data.Progress != "50%" || p2.Data.Hint != "four" {
-			t.Fatalf("progress messages %+v, %+v; want 10%% (one) and 50%% (four)", p1.Data, p2.Data)
+		p1, p2, p3 := got[1].Msg, got[2].Msg, got[3].Msg
+		if p1.Data.Progress != "10%" || p1.Data.Hint != "one" || p2.Data.Progress != "50%" || p2.Data.Hint != "four" || p3.Data.Progress != "100%" || p3.Data.Hint != "done" {
+			t.Fatalf("progress messages %+v, %+v, %+v; want 10%% (one), 50%% (four) and, held back then sent at the end, 100%% (done)", p1.Data, p2.Data, p3.Data)
 		}
 		if p1.Data.RunID != run.ID || p1.Data.WorkflowID != "progress-v1" || p1.Data.Status != "processing" || p1.Data.FrameHref != "/runs/"+run.ID ||
 			p1.Data.Action != "" || p1.Data.Actor != "" || p1.Data.From != "" {
@@ -137,8 +140,8 @@ func TestWebhooksTaskProgress(t *testing.T) {
 		if !p2.Timestamp.Equal(hookT0.Add(time.Second)) {
 			t.Fatalf("the second progress message's timestamp is %v, want %v", p2.Timestamp, hookT0.Add(time.Second))
 		}
-		if got[1].ID == got[2].ID || got[1].ID == got[0].ID {
-			t.Fatalf("message ids %s, %s, %s are not distinct", got[0].ID, got[1].ID, got[2].ID)
+		if ids := map[string]bool{got[0].ID: true, got[1].ID: true, got[2].ID: true, got[3].ID: true}; len(ids) != 4 {
+			t.Fatalf("message ids %s, %s, %s, %s are not distinct", got[0].ID, got[1].ID, got[2].ID, got[3].ID)
 		}
 		if o := other.received(); hookTypes(o) != "run.state_changed@DONE" {
 			t.Fatalf("the subscription to state DONE received %s, want run.state_changed@DONE only", hookTypes(o))
