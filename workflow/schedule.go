@@ -110,19 +110,103 @@ func (s *Schedule) Location() *time.Location {
 
 // Next returns the schedule's first tick strictly after t (the zero time
 // when there is none within five years, e.g. "0 0 30 2 *").
+//
+// Daylight saving time is handled as cron (Vixie, ISC) does: a tick whose
+// wall-clock time does not exist on the day the clocks go forward (02:30
+// when 02:00 jumps to 03:00) falls at the end of the gap (03:00), once;
+// on the day they go back, a wall-clock time that happens twice gives one
+// tick, the first, unless the schedule fires every hour (its hour field
+// is * or names all 24 hours), whose ticks follow the real hours.
 func (s *Schedule) Next(t time.Time) time.Time {
 	if s.spec == nil {
 		if _, err := s.compile(); err != nil {
 			return time.Time{}
 		}
 	}
-	n := s.spec.Next(t)
-	if !n.After(t) {
-		// None within five years; or a tick that does not move forward,
-		// which would make a caller walking the ticks loop forever.
-		return time.Time{}
+	from := t
+	for range maxRepeatedTicks {
+		n := s.spec.Next(from)
+		if !n.After(from) {
+			// None within five years; or a tick that does not move
+			// forward, which would make a caller walking the ticks loop
+			// forever.
+			return time.Time{}
+		}
+		if g, ok := gapTick(s.spec, from, n); ok {
+			return g.In(t.Location())
+		}
+		if !s.hourly() && repeatedWallTime(s.spec.Location, n) {
+			from = n // the second time this wall-clock time happens
+			continue
+		}
+		return n.In(t.Location())
 	}
-	return n.In(t.Location())
+	return time.Time{}
+}
+
+// maxRepeatedTicks bounds the ticks Next passes over in a repeated hour
+// (every minute of it: 60, for an hour-long shift).
+const maxRepeatedTicks = 240
+
+// hourly reports whether the schedule fires in every hour of the day.
+func (s *Schedule) hourly() bool {
+	const all = 1<<24 - 1
+	return s.spec.Hour&all == all
+}
+
+// gapTick returns the end of a daylight saving gap in (from, n] (the
+// instant the clocks jumped forward) when spec has a tick at a wall-clock
+// time the gap skipped; robfig/cron's Next passes over such ticks.
+func gapTick(spec *cron.SpecSchedule, from, n time.Time) (time.Time, bool) {
+	loc := spec.Location
+	const step = 12 * time.Hour
+	for a := from; a.Before(n); a = a.Add(step) {
+		b := a.Add(step)
+		if b.After(n) {
+			b = n
+		}
+		_, offA := a.In(loc).Zone()
+		_, offB := b.In(loc).Zone()
+		if offB <= offA {
+			continue
+		}
+		// The clocks went forward in (a, b]: find the instant, to the
+		// second (zone transitions are on whole seconds).
+		lo, hi := a.Unix(), b.Unix()
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if _, off := time.Unix(mid, 0).In(loc).Zone(); off == offA {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		at := time.Unix(hi, 0)
+		// The skipped wall-clock times are those of [at, at+gap) read in
+		// the offset before the jump: does spec have a tick among them?
+		before := *spec
+		before.Location = time.FixedZone("", offA)
+		if m := before.Next(at.Add(-time.Second)); !m.IsZero() && m.Before(at.Add(time.Duration(offB-offA)*time.Second)) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// repeatedWallTime reports whether n's wall-clock time in loc happened
+// once already, before the clocks went back in the day before n.
+func repeatedWallTime(loc *time.Location, n time.Time) bool {
+	_, offN := n.In(loc).Zone()
+	_, offP := n.Add(-24 * time.Hour).In(loc).Zone()
+	if offP <= offN {
+		return false
+	}
+	e := n.Add(-time.Duration(offP-offN) * time.Second)
+	if _, offE := e.In(loc).Zone(); offE != offP {
+		return false
+	}
+	wn, we := n.In(loc), e.In(loc)
+	return wn.Year() == we.Year() && wn.YearDay() == we.YearDay() && wn.Hour() == we.Hour() && wn.Minute() == we.Minute() && wn.Second() == we.Second()
 }
 
 // Missed returns the latest tick in (last, now]: the one catch-up run a

@@ -203,3 +203,55 @@ func TestScheduleKey(t *testing.T) {
 		t.Errorf("two schedules with different data: %v", err)
 	}
 }
+
+// ticks returns n ticks of s after from, as wall-clock times in s's zone.
+func ticks(s *workflow.Schedule, from time.Time, n int) []string {
+	var out []string
+	for range n {
+		from = s.Next(from)
+		out = append(out, from.In(s.Location()).Format("01-02 15:04 MST"))
+	}
+	return out
+}
+
+// Daylight saving time as cron does it: a tick in the hour that does not
+// exist fires when the clocks have jumped, once; a wall-clock time that
+// happens twice gives one tick, unless the schedule fires every hour.
+func TestScheduleNextAcrossDaylightSaving(t *testing.T) {
+	spring := time.Date(2027, 3, 27, 12, 0, 0, 0, time.UTC) // Berlin: 28 March 02:00 CET -> 03:00 CEST
+	autumn := time.Date(2027, 10, 30, 12, 0, 0, 0, time.UTC) // 31 October 03:00 CEST -> 02:00 CET
+	for _, tc := range []struct {
+		cron, zone string
+		from       time.Time
+		want       string
+	}{
+		{"30 2 * * *", "Europe/Berlin", spring, "03-28 03:00 CEST|03-29 02:30 CEST|03-30 02:30 CEST"},
+		{"0 2 * * *", "Europe/Berlin", spring, "03-28 03:00 CEST|03-29 02:00 CEST|03-30 02:00 CEST"},
+		{"*/20 2 * * *", "Europe/Berlin", spring, "03-28 03:00 CEST|03-29 02:00 CEST|03-29 02:20 CEST"},
+		{"30 1 * * *", "Europe/Berlin", spring, "03-28 01:30 CET|03-29 01:30 CEST|03-30 01:30 CEST"},
+		{"30 2 * * SUN", "Europe/Berlin", spring, "03-28 03:00 CEST|04-04 02:30 CEST|04-11 02:30 CEST"},
+		{"0 * * * *", "Europe/Berlin", time.Date(2027, 3, 27, 23, 30, 0, 0, time.UTC), "03-28 01:00 CET|03-28 03:00 CEST|03-28 04:00 CEST"},
+		{"30 2 * * *", "Europe/Berlin", autumn, "10-31 02:30 CEST|11-01 02:30 CET|11-02 02:30 CET"},
+		{"*/20 2 * * *", "Europe/Berlin", autumn, "10-31 02:00 CEST|10-31 02:20 CEST|10-31 02:40 CEST|11-01 02:00 CET"},
+		{"0 * * * *", "Europe/Berlin", time.Date(2027, 10, 30, 23, 30, 0, 0, time.UTC), "10-31 02:00 CEST|10-31 02:00 CET|10-31 03:00 CET"},
+		{"30 2 * * *", "America/New_York", time.Date(2027, 3, 13, 12, 0, 0, 0, time.UTC), "03-14 03:00 EDT|03-15 02:30 EDT|03-16 02:30 EDT"},
+		{"30 1 * * *", "America/New_York", time.Date(2027, 11, 6, 12, 0, 0, 0, time.UTC), "11-07 01:30 EDT|11-08 01:30 EST|11-09 01:30 EST"},
+		// Lord Howe Island shifts by half an hour (02:00 -> 02:30).
+		{"15 2 * * *", "Australia/Lord_Howe", time.Date(2027, 10, 2, 0, 0, 0, 0, time.UTC), "10-03 02:30 +11|10-04 02:15 +11|10-05 02:15 +11"},
+	} {
+		s := &workflow.Schedule{Cron: tc.cron, Timezone: tc.zone}
+		if _, err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Split(tc.want, "|")
+		if got := ticks(s, tc.from, len(want)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s in %s after %v:\n got %q\nwant %q", tc.cron, tc.zone, tc.from, got, want)
+		}
+	}
+	// The catch-up of a server down over the repeated hour starts the
+	// run of the first 02:30, not a second one.
+	daily := &workflow.Schedule{Cron: "30 2 * * *", Timezone: "Europe/Berlin"}
+	if got, ok := daily.Missed(autumn, time.Date(2027, 10, 31, 1, 45, 0, 0, time.UTC)); !ok || !got.Equal(time.Date(2027, 10, 31, 0, 30, 0, 0, time.UTC)) {
+		t.Errorf("Missed over the repeated hour = %v %v, want 02:30 CEST (00:30 UTC)", got, ok)
+	}
+}
