@@ -218,7 +218,7 @@ func ticks(s *workflow.Schedule, from time.Time, n int) []string {
 // exist fires when the clocks have jumped, once; a wall-clock time that
 // happens twice gives one tick, unless the schedule fires every hour.
 func TestScheduleNextAcrossDaylightSaving(t *testing.T) {
-	spring := time.Date(2027, 3, 27, 12, 0, 0, 0, time.UTC) // Berlin: 28 March 02:00 CET -> 03:00 CEST
+	spring := time.Date(2027, 3, 27, 12, 0, 0, 0, time.UTC)  // Berlin: 28 March 02:00 CET -> 03:00 CEST
 	autumn := time.Date(2027, 10, 30, 12, 0, 0, 0, time.UTC) // 31 October 03:00 CEST -> 02:00 CET
 	for _, tc := range []struct {
 		cron, zone string
