@@ -150,8 +150,14 @@ func (s *Store) applyOutbox(c *store.Commit) {
 		r := &delRec{d: d, ready: d.NextAt, at: -1}
 		w.dels[d.ID] = r
 		ids := w.bySub[d.SubscriptionID]
-		i, _ := slices.BinarySearch(ids, d.ID)
-		w.bySub[d.SubscriptionID] = slices.Insert(ids, i, d.ID)
+		if n := len(ids); n == 0 || ids[n-1] < d.ID {
+			// The usual case: delivery ids start with the event's time,
+			// so a new one sorts last.
+			w.bySub[d.SubscriptionID] = append(ids, d.ID)
+		} else {
+			i, _ := slices.BinarySearch(ids, d.ID)
+			w.bySub[d.SubscriptionID] = slices.Insert(ids, i, d.ID)
+		}
 		w.enqueue(r)
 	}
 }
