@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -28,6 +29,29 @@ import (
 // active ones, which commits match against.
 type subscriptions struct {
 	active []store.Subscription
+	// keys are the decoded secrets of the active subscriptions, ready to
+	// sign (by id; one whose secrets do not decode is missing), and
+	// secrets the stored bytes they were decoded from: a delivery signs
+	// with keys[id] while its subscription's stored secrets are still
+	// those bytes (a rotation through this replica or another changes
+	// them).
+	keys    map[string]*webhook.Keys
+	secrets map[string][]byte
+}
+
+// keysOf returns the signing keys of s: the view's when its secrets are
+// the ones decoded there, else decoded now.
+func (v *subscriptions) keysOf(s *store.Subscription) (*webhook.Keys, error) {
+	if v != nil {
+		if k, ok := v.keys[s.ID]; ok && bytes.Equal(v.secrets[s.ID], s.Secrets) {
+			return k, nil
+		}
+	}
+	secrets, err := webhook.DecodeSecrets(s.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	return webhook.NewKeys(secrets), nil
 }
 
 // MaxWebhooks bounds the subscriptions a server keeps: each one is
@@ -62,7 +86,14 @@ func (e *Engine) loadSubscriptions(ctx context.Context) (int, error) {
 		}
 		after = page[len(page)-1].ID
 	}
-	e.subs.Store(&subscriptions{active: active})
+	v := &subscriptions{active: active, keys: make(map[string]*webhook.Keys, len(active)), secrets: make(map[string][]byte, len(active))}
+	old := e.subs.Load()
+	for _, s := range active {
+		if k, err := old.keysOf(&s); err == nil {
+			v.keys[s.ID], v.secrets[s.ID] = k, s.Secrets
+		}
+	}
+	e.subs.Store(v)
 	return n, nil
 }
 

@@ -291,6 +291,26 @@ func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.Del
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.recordAttempt(id, owner, a, status, nextAt)
+}
+
+// RecordAttempts implements store.WebhookStore: RecordAttempt's work for
+// each record, under one lock.
+func (s *Store) RecordAttempts(ctx context.Context, owner string, rs []store.AttemptRecord) ([]error, error) {
+	errs := make([]error, len(rs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range rs {
+		if errs[i] = store.CheckAttempt(r.Status, r.NextAt); errs[i] == nil {
+			errs[i] = s.recordAttempt(r.ID, owner, r.Attempt, r.Status, r.NextAt)
+		}
+	}
+	return errs, nil
+}
+
+// recordAttempt is RecordAttempt once its arguments are checked, under
+// mu.
+func (s *Store) recordAttempt(id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
 	w := &s.wh
 	r, ok := w.dels[id]
 	if !ok {
