@@ -123,7 +123,14 @@ func (w *webhooks) dequeue(r *delRec) {
 	runs := w.queues[r.d.SubscriptionID]
 	q := runs[r.d.RunID]
 	i := slices.Index(q.recs, r)
-	q.recs = slices.Delete(q.recs, i, i+1)
+	if i == 0 {
+		// The usual case, the head settled: drop it without moving the
+		// rest of a long queue.
+		q.recs[0] = nil
+		q.recs = q.recs[1:]
+	} else {
+		q.recs = slices.Delete(q.recs, i, i+1)
+	}
 	w.pending--
 	w.unready(r)
 	if len(q.recs) == 0 {
