@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -228,16 +227,23 @@ func (e *Engine) attemptDelivery(ctx context.Context, t *target, d store.Deliver
 	return e.webhooks.Deliver(ctx, webhook.Target{URL: t.s.URL, Secrets: t.keys.Secrets(), Keys: t.keys}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
 }
 
-// maxRecords bounds the attempts one RecordAttempts call records.
-const maxRecords = 256
+// maxRecords bounds the attempts one RecordAttempts call records, and
+// recordWrites the calls in flight at once.
+const (
+	maxRecords   = 256
+	recordWrites = 4
+)
 
-// recordDeliveries records the answers until the channel closes: each
-// RecordAttempts call takes every answer waiting (up to maxRecords).
+// recordDeliveries records the answers until the channel closes, and
+// returns once all are recorded: each RecordAttempts call takes every
+// answer waiting (up to maxRecords), and up to recordWrites calls are in
+// flight at once, so that answers that come in while one waits for its
+// commit go into the next commit rather than wait for that one.
 func (e *Engine) recordDeliveries(ctx context.Context, o DeliveryOptions, answered <-chan answer) {
-	var batch []answer
-	var recs []store.AttemptRecord
+	slots := make(chan struct{}, recordWrites)
+	var wg sync.WaitGroup
 	for first := range answered {
-		batch = append(batch[:0], first)
+		batch := []answer{first}
 	more:
 		for len(batch) < maxRecords {
 			select {
@@ -250,25 +256,40 @@ func (e *Engine) recordDeliveries(ctx context.Context, o DeliveryOptions, answer
 				break more
 			}
 		}
-		recs = recs[:0]
-		for _, b := range batch {
-			recs = append(recs, e.attemptRecord(o, b.d, b.a))
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.recordBatch(ctx, o, batch)
+			<-slots
+		}()
+	}
+	wg.Wait()
+}
+
+// recordBatch records the answers of batch in one RecordAttempts call,
+// and disables the subscriptions whose receiver answered 410 Gone.
+func (e *Engine) recordBatch(ctx context.Context, o DeliveryOptions, batch []answer) {
+	recs := make([]store.AttemptRecord, len(batch))
+	for i, b := range batch {
+		recs[i] = e.attemptRecord(o, b.d, b.a)
+	}
+	errs, err := e.store.RecordAttempts(ctx, o.Owner, recs)
+	for i, b := range batch {
+		failed := err // the write as a whole, else this record's
+		if failed == nil {
+			failed = errs[i]
 		}
-		errs, err := e.store.RecordAttempts(ctx, o.Owner, recs)
-		for i, b := range batch {
-			if err == nil {
-				err := errs[i]
-				if err == nil {
-					if b.a.Class == webhook.Gone {
-						e.disableWebhook(ctx, b.s.ID, "The receiver answered 410 Gone at "+b.a.At.UTC().Format(time.RFC3339)+"; create a new subscription to receive messages again.")
-					}
-					continue
-				}
-				if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-					continue
-				}
+		switch {
+		case failed == nil:
+			if b.a.Class == webhook.Gone {
+				e.disableWebhook(ctx, b.s.ID, "The receiver answered 410 Gone at "+b.a.At.UTC().Format(time.RFC3339)+"; create a new subscription to receive messages again.")
 			}
-			e.log.Warn("recording a webhook attempt failed; the message is sent again when its lease ends", "delivery", b.d.ID, "err", cmp.Or(err, errs[i]))
+		case errors.Is(failed, store.ErrConflict), errors.Is(failed, store.ErrNotFound):
+			// Another claimer holds it since its lease ended, or it was
+			// deleted with its subscription: nothing to record.
+		default:
+			e.log.Warn("recording a webhook attempt failed; the message is sent again when its lease ends", "delivery", b.d.ID, "err", failed)
 		}
 	}
 }
