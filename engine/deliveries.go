@@ -151,21 +151,35 @@ func (e *Engine) deliverDue(ctx context.Context, o DeliveryOptions) (int, error)
 	if err != nil {
 		return 0, internal("could not claim webhook deliveries", err)
 	}
+	if len(ds) == 0 {
+		return 0, nil
+	}
 	all := make(chan struct{}, o.Concurrency)
 	per := map[string]chan struct{}{}
-	subs := map[string]*store.Subscription{}
+	subs := map[string]*target{}
+	view := e.subs.Load()
+	// The answers are recorded by one goroutine, as many at once as came
+	// in while it recorded the ones before (RecordAttempts: one store
+	// write for them all).
+	answered := make(chan answer, len(ds))
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		e.recordDeliveries(context.WithoutCancel(ctx), o, answered)
+	}()
 	var wg sync.WaitGroup
 	for i := range ds {
 		d := ds[i]
-		s, ok := subs[d.SubscriptionID]
+		t, ok := subs[d.SubscriptionID]
 		if !ok {
 			got, err := e.store.GetSubscription(ctx, d.SubscriptionID)
 			if err != nil {
 				e.log.Warn("reading a webhook subscription failed; its delivery waits for its lease", "subscription", d.SubscriptionID, "err", err)
 				continue
 			}
-			s = &got
-			subs[d.SubscriptionID] = s
+			t = &target{s: &got}
+			t.keys, t.err = view.keysOf(t.s)
+			subs[d.SubscriptionID] = t
 			per[d.SubscriptionID] = make(chan struct{}, o.PerSubscription)
 		}
 		sem := per[d.SubscriptionID]
@@ -174,34 +188,116 @@ func (e *Engine) deliverDue(ctx context.Context, o DeliveryOptions) (int, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := context.WithoutCancel(ctx)
-			a := e.attemptDelivery(ctx, s, d)
+			a := e.attemptDelivery(context.WithoutCancel(ctx), t, d)
 			// The bounds are on requests to receivers: the slots are free
 			// once the answer is in, so that recording it (a store write,
 			// durable only at the next group commit) does not hold up the
 			// next request.
 			<-all
 			<-sem
-			e.recordDelivery(ctx, o, s, d, a)
+			answered <- answer{t.s, d, a}
 		}()
 	}
 	wg.Wait()
+	close(answered)
+	<-recorded
 	return len(ds), nil
 }
 
-// attemptDelivery makes one attempt of d to s.
-func (e *Engine) attemptDelivery(ctx context.Context, s *store.Subscription, d store.Delivery) webhook.Attempt {
-	secrets, err := webhook.DecodeSecrets(s.Secrets)
-	if err != nil {
-		return webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
-	}
-	return e.webhooks.Deliver(ctx, webhook.Target{URL: s.URL, Secrets: secrets}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+// target is a subscription deliveries are sent to, with its signing keys
+// (or why it has none).
+type target struct {
+	s    *store.Subscription
+	keys *webhook.Keys
+	err  error
 }
 
-// recordDelivery records attempt a of d to s: delivered, tried again
+// answer is one attempt made, to record.
+type answer struct {
+	s *store.Subscription
+	d store.Delivery
+	a webhook.Attempt
+}
+
+// attemptDelivery makes one attempt of d to t.
+func (e *Engine) attemptDelivery(ctx context.Context, t *target, d store.Delivery) webhook.Attempt {
+	if t.err != nil {
+		return webhook.Attempt{At: e.clock.Now(), Class: webhook.Invalid, Err: "the subscription's stored secrets do not decode"}
+	}
+	return e.webhooks.Deliver(ctx, webhook.Target{URL: t.s.URL, Secrets: t.keys.Secrets(), Keys: t.keys}, webhook.Outgoing{ID: d.MessageID, Body: d.Body})
+}
+
+// maxRecords bounds the attempts one RecordAttempts call records, and
+// recordWrites the calls in flight at once.
+const (
+	maxRecords   = 256
+	recordWrites = 4
+)
+
+// recordDeliveries records the answers until the channel closes, and
+// returns once all are recorded: each RecordAttempts call takes every
+// answer waiting (up to maxRecords), and up to recordWrites calls are in
+// flight at once, so that answers that come in while one waits for its
+// commit go into the next commit rather than wait for that one.
+func (e *Engine) recordDeliveries(ctx context.Context, o DeliveryOptions, answered <-chan answer) {
+	slots := make(chan struct{}, recordWrites)
+	var wg sync.WaitGroup
+	for first := range answered {
+		batch := []answer{first}
+	more:
+		for len(batch) < maxRecords {
+			select {
+			case a, ok := <-answered:
+				if !ok {
+					break more
+				}
+				batch = append(batch, a)
+			default:
+				break more
+			}
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.recordBatch(ctx, o, batch)
+			<-slots
+		}()
+	}
+	wg.Wait()
+}
+
+// recordBatch records the answers of batch in one RecordAttempts call,
+// and disables the subscriptions whose receiver answered 410 Gone.
+func (e *Engine) recordBatch(ctx context.Context, o DeliveryOptions, batch []answer) {
+	recs := make([]store.AttemptRecord, len(batch))
+	for i, b := range batch {
+		recs[i] = e.attemptRecord(o, b.d, b.a)
+	}
+	errs, err := e.store.RecordAttempts(ctx, o.Owner, recs)
+	for i, b := range batch {
+		failed := err // the write as a whole, else this record's
+		if failed == nil {
+			failed = errs[i]
+		}
+		switch {
+		case failed == nil:
+			if b.a.Class == webhook.Gone {
+				e.disableWebhook(ctx, b.s.ID, "The receiver answered 410 Gone at "+b.a.At.UTC().Format(time.RFC3339)+"; create a new subscription to receive messages again.")
+			}
+		case errors.Is(failed, store.ErrConflict), errors.Is(failed, store.ErrNotFound):
+			// Another claimer holds it since its lease ended, or it was
+			// deleted with its subscription: nothing to record.
+		default:
+			e.log.Warn("recording a webhook attempt failed; the message is sent again when its lease ends", "delivery", b.d.ID, "err", failed)
+		}
+	}
+}
+
+// attemptRecord is the record of attempt a of d: delivered, tried again
 // later, or failed for good (given up, or the receiver is gone, which
-// disables the subscription).
-func (e *Engine) recordDelivery(ctx context.Context, o DeliveryOptions, s *store.Subscription, d store.Delivery, a webhook.Attempt) {
+// disables the subscription once it is recorded).
+func (e *Engine) attemptRecord(o DeliveryOptions, d store.Delivery, a webhook.Attempt) store.AttemptRecord {
 	rec := store.DeliveryAttempt{DeliveryID: d.ID, N: d.Attempts + 1, At: a.At.UTC(), Status: a.Status, Class: string(a.Class),
 		Duration: a.Duration, Answer: string(a.Body), Error: a.Err}
 	status, next := store.DeliveryDelivered, time.Time{}
@@ -220,15 +316,7 @@ func (e *Engine) recordDelivery(ctx context.Context, o DeliveryOptions, s *store
 	default:
 		status = store.DeliveryFailed
 	}
-	if err := e.store.RecordAttempt(ctx, d.ID, o.Owner, rec, status, next); err != nil {
-		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
-			e.log.Warn("recording a webhook attempt failed; the message is sent again when its lease ends", "delivery", d.ID, "err", err)
-		}
-		return
-	}
-	if a.Class == webhook.Gone {
-		e.disableWebhook(ctx, s.ID, "The receiver answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+"; create a new subscription to receive messages again.")
-	}
+	return store.AttemptRecord{ID: d.ID, Attempt: rec, Status: status, NextAt: next}
 }
 
 // disableWebhook marks a subscription disabled: nothing more is claimed

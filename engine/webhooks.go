@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +29,29 @@ import (
 // active ones, which commits match against.
 type subscriptions struct {
 	active []store.Subscription
+	// keys are the decoded secrets of the active subscriptions, ready to
+	// sign (by id; one whose secrets do not decode is missing), and
+	// secrets the stored bytes they were decoded from: a delivery signs
+	// with keys[id] while its subscription's stored secrets are still
+	// those bytes (a rotation through this replica or another changes
+	// them).
+	keys    map[string]*webhook.Keys
+	secrets map[string][]byte
+}
+
+// keysOf returns the signing keys of s: the view's when its secrets are
+// the ones decoded there, else decoded now.
+func (v *subscriptions) keysOf(s *store.Subscription) (*webhook.Keys, error) {
+	if v != nil {
+		if k, ok := v.keys[s.ID]; ok && bytes.Equal(v.secrets[s.ID], s.Secrets) {
+			return k, nil
+		}
+	}
+	secrets, err := webhook.DecodeSecrets(s.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	return webhook.NewKeys(secrets), nil
 }
 
 // MaxWebhooks bounds the subscriptions a server keeps: each one is
@@ -61,7 +86,14 @@ func (e *Engine) loadSubscriptions(ctx context.Context) (int, error) {
 		}
 		after = page[len(page)-1].ID
 	}
-	e.subs.Store(&subscriptions{active: active})
+	v := &subscriptions{active: active, keys: make(map[string]*webhook.Keys, len(active)), secrets: make(map[string][]byte, len(active))}
+	old := e.subs.Load()
+	for _, s := range active {
+		if k, err := old.keysOf(&s); err == nil {
+			v.keys[s.ID], v.secrets[s.ID] = k, s.Secrets
+		}
+	}
+	e.subs.Store(v)
 	return n, nil
 }
 
@@ -69,8 +101,14 @@ func (e *Engine) loadSubscriptions(ctx context.Context) (int, error) {
 // of run: the webhook-id header, the same on every attempt and for every
 // subscription, which receivers deduplicate on.
 func messageID(runID string, seq int64, typ string) string {
-	h := sha256.Sum256([]byte(runID + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + typ))
-	return "msg_" + hex.EncodeToString(h[:16])
+	var buf [128]byte
+	in := append(append(buf[:0], runID...), 0)
+	in = append(strconv.AppendInt(in, seq, 10), 0)
+	h := sha256.Sum256(append(in, typ...))
+	var out [4 + 32]byte
+	copy(out[:], "msg_")
+	hex.Encode(out[4:], h[:16])
+	return string(out[:])
 }
 
 // deliveryID is the id of the k-th message about event seq of run,
@@ -82,8 +120,16 @@ func messageID(runID string, seq int64, typ string) string {
 // deliveries by seq, then id) sends them in the order the event made
 // them: run.state_changed before run.completed.
 func deliveryID(sub, run string, seq int64, at time.Time, k int) string {
-	h := sha256.Sum256([]byte(sub + "\x00" + run + "\x00" + strconv.FormatInt(seq, 10)))
-	return fmt.Sprintf("dlv_%016x%s%d", uint64(at.UnixNano()), hex.EncodeToString(h[:12]), k)
+	var buf [160]byte
+	in := append(append(append(append(buf[:0], sub...), 0), run...), 0)
+	h := sha256.Sum256(strconv.AppendInt(in, seq, 10))
+	var out [64]byte
+	b := append(out[:0], "dlv_"...)
+	var t [8]byte
+	binary.BigEndian.PutUint64(t[:], uint64(at.UnixNano()))
+	b = hex.AppendEncode(b, t[:])
+	b = hex.AppendEncode(b, h[:12])
+	return string(strconv.AppendInt(b, int64(k), 10))
 }
 
 // webhookTypes returns the message types a commit's event stands for:

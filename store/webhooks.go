@@ -170,6 +170,17 @@ func PrepareEnqueue(runID string, seq int64, at time.Time, ds []Delivery) ([]Del
 	return out, nil
 }
 
+// AttemptRecord is one attempt for RecordAttempts: RecordAttempt's
+// arguments but the owner.
+type AttemptRecord struct {
+	// ID is the delivery's.
+	ID      string
+	Attempt DeliveryAttempt
+	// Status and NextAt settle the delivery, as RecordAttempt's.
+	Status string
+	NextAt time.Time
+}
+
 // CheckAttempt checks RecordAttempt's arguments: a known status, and a
 // retry's time for pending.
 func CheckAttempt(status string, nextAt time.Time) error {
@@ -293,6 +304,14 @@ type WebhookStore interface {
 	// whose lease ended unnoticed may still record. ErrNotFound for an
 	// unknown delivery.
 	RecordAttempt(ctx context.Context, id, owner string, a DeliveryAttempt, status string, nextAt time.Time) error
+
+	// RecordAttempts is RecordAttempt for each of rs, all held by owner,
+	// in one write (one transaction): errs[i] is what RecordAttempt would
+	// return for rs[i] (ErrConflict, ErrNotFound, a refused status), and
+	// each record is stored or refused on its own, in order. When the
+	// write as a whole fails, err says why, errs is nil and nothing is
+	// recorded. The delivery loop records the answers of a claim this way.
+	RecordAttempts(ctx context.Context, owner string, rs []AttemptRecord) (errs []error, err error)
 
 	// NextDeliveryDue returns the earliest time at which ClaimDeliveries
 	// may return a delivery: the NextAt of a queue's head no lease holds,

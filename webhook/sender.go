@@ -111,6 +111,10 @@ func (s *Sender) Close() { s.transport.CloseIdleConnections() }
 type Target struct {
 	URL     string
 	Secrets []Secret
+	// Keys, when not nil, sign instead of Secrets: the same secrets made
+	// ready to sign (NewKeys), for a caller that sends many messages to
+	// one target.
+	Keys *Keys
 }
 
 // Outgoing is one message to send: its stable id (the webhook-id header,
@@ -200,7 +204,12 @@ func (s *Sender) Deliver(ctx context.Context, t Target, m Outgoing) Attempt {
 	if err != nil {
 		return finish(Refused, err)
 	}
-	h, err := Sign(t.Secrets, m.ID, start, m.Body)
+	var h http.Header
+	if t.Keys != nil {
+		h, err = t.Keys.Sign(m.ID, start, m.Body)
+	} else {
+		h, err = Sign(t.Secrets, m.ID, start, m.Body)
+	}
 	if err != nil {
 		return finish(Invalid, err)
 	}

@@ -7,10 +7,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asmp-dev/asmp/protocol"
@@ -135,13 +137,19 @@ func Rotate(secrets []Secret, now time.Time, grace time.Duration) ([]Secret, Sec
 // Signature returns the "v1,BASE64" signature of a message under key:
 // the HMAC-SHA256 of id + "." + timestamp + "." + body.
 func Signature(key []byte, id, timestamp string, body []byte) string {
-	mac := hmac.New(sha256.New, key)
+	return string(appendSignature(nil, hmac.New(sha256.New, key), id, timestamp, body))
+}
+
+// appendSignature appends the "v1,BASE64" signature made with mac (an
+// HMAC-SHA256 keyed, in its initial state) to b.
+func appendSignature(b []byte, mac hash.Hash, id, timestamp string, body []byte) []byte {
 	mac.Write([]byte(id))
 	mac.Write([]byte{'.'})
 	mac.Write([]byte(timestamp))
 	mac.Write([]byte{'.'})
 	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	var sum [sha256.Size]byte
+	return base64.StdEncoding.AppendEncode(append(b, "v1,"...), mac.Sum(sum[:0]))
 }
 
 // ErrMessageID is wrapped by Sign's error about an id it cannot sign.
@@ -155,26 +163,72 @@ var ErrMessageID = errors.New("webhook message id invalid")
 // of the signed content shift); at least one secret must be live, and every
 // live key must have MinKeySize to MaxKeySize bytes.
 func Sign(secrets []Secret, id string, ts time.Time, body []byte) (http.Header, error) {
+	return sign(secrets, nil, id, ts, body)
+}
+
+// sign is Sign, with the HMACs of the secrets from macs when not nil
+// (macs[i] of secrets[i]; see Keys).
+func sign(secrets []Secret, macs []sync.Pool, id string, ts time.Time, body []byte) (http.Header, error) {
 	if id == "" || len(id) > 256 || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r > '~' || r == '.' }) {
 		return nil, fmt.Errorf("%w: %q (it must be 1 to 256 printable ASCII characters, no space or \".\")", ErrMessageID, id)
 	}
 	stamp := strconv.FormatInt(ts.Unix(), 10)
-	var sigs []string
-	for _, s := range secrets {
+	var buf [128]byte
+	sigs := buf[:0]
+	for i, s := range secrets {
 		if !s.Live(ts) {
 			continue
 		}
 		if err := checkKey(s.Key); err != nil {
 			return nil, err
 		}
-		sigs = append(sigs, Signature(s.Key, id, stamp, body))
+		if len(sigs) > 0 {
+			sigs = append(sigs, ' ')
+		}
+		if macs == nil {
+			sigs = appendSignature(sigs, hmac.New(sha256.New, s.Key), id, stamp, body)
+			continue
+		}
+		mac := macs[i].Get().(hash.Hash)
+		sigs = appendSignature(sigs, mac, id, stamp, body)
+		mac.Reset()
+		macs[i].Put(mac)
 	}
 	if len(sigs) == 0 {
 		return nil, fmt.Errorf("%w: no secret is live at %s", ErrSecret, ts.UTC().Format(time.RFC3339))
 	}
-	h := http.Header{}
-	h.Set(HeaderID, id)
-	h.Set(HeaderTimestamp, stamp)
-	h.Set(HeaderSignature, strings.Join(sigs, " "))
-	return h, nil
+	// The keys as http.Header.Set would make them (canonical), set
+	// directly.
+	return http.Header{
+		"Webhook-Id":        {id},
+		"Webhook-Timestamp": {stamp},
+		"Webhook-Signature": {string(sigs)},
+	}, nil
+}
+
+// Keys are a subscription's secrets made ready to sign many messages: the
+// HMAC of each key is set up once and reused (a sync.Pool of them per
+// key), which Sign does for every message. Safe for concurrent use.
+type Keys struct {
+	secrets []Secret
+	macs    []sync.Pool
+}
+
+// NewKeys returns the Keys of secrets (not copied: they must not change
+// afterwards).
+func NewKeys(secrets []Secret) *Keys {
+	k := &Keys{secrets: secrets, macs: make([]sync.Pool, len(secrets))}
+	for i, s := range secrets {
+		key := s.Key
+		k.macs[i].New = func() any { return hmac.New(sha256.New, key) }
+	}
+	return k
+}
+
+// Secrets returns the secrets k signs with.
+func (k *Keys) Secrets() []Secret { return k.secrets }
+
+// Sign is Sign with k's secrets: the same headers.
+func (k *Keys) Sign(id string, ts time.Time, body []byte) (http.Header, error) {
+	return sign(k.secrets, k.macs, id, ts, body)
 }

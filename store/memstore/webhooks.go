@@ -123,7 +123,14 @@ func (w *webhooks) dequeue(r *delRec) {
 	runs := w.queues[r.d.SubscriptionID]
 	q := runs[r.d.RunID]
 	i := slices.Index(q.recs, r)
-	q.recs = slices.Delete(q.recs, i, i+1)
+	if i == 0 {
+		// The usual case, the head settled: drop it without moving the
+		// rest of a long queue.
+		q.recs[0] = nil
+		q.recs = q.recs[1:]
+	} else {
+		q.recs = slices.Delete(q.recs, i, i+1)
+	}
 	w.pending--
 	w.unready(r)
 	if len(q.recs) == 0 {
@@ -150,8 +157,14 @@ func (s *Store) applyOutbox(c *store.Commit) {
 		r := &delRec{d: d, ready: d.NextAt, at: -1}
 		w.dels[d.ID] = r
 		ids := w.bySub[d.SubscriptionID]
-		i, _ := slices.BinarySearch(ids, d.ID)
-		w.bySub[d.SubscriptionID] = slices.Insert(ids, i, d.ID)
+		if n := len(ids); n == 0 || ids[n-1] < d.ID {
+			// The usual case: delivery ids start with the event's time,
+			// so a new one sorts last.
+			w.bySub[d.SubscriptionID] = append(ids, d.ID)
+		} else {
+			i, _ := slices.BinarySearch(ids, d.ID)
+			w.bySub[d.SubscriptionID] = slices.Insert(ids, i, d.ID)
+		}
 		w.enqueue(r)
 	}
 }
@@ -285,6 +298,26 @@ func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.Del
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.recordAttempt(id, owner, a, status, nextAt)
+}
+
+// RecordAttempts implements store.WebhookStore: RecordAttempt's work for
+// each record, under one lock.
+func (s *Store) RecordAttempts(ctx context.Context, owner string, rs []store.AttemptRecord) ([]error, error) {
+	errs := make([]error, len(rs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range rs {
+		if errs[i] = store.CheckAttempt(r.Status, r.NextAt); errs[i] == nil {
+			errs[i] = s.recordAttempt(r.ID, owner, r.Attempt, r.Status, r.NextAt)
+		}
+	}
+	return errs, nil
+}
+
+// recordAttempt is RecordAttempt once its arguments are checked, under
+// mu.
+func (s *Store) recordAttempt(id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
 	w := &s.wh
 	r, ok := w.dels[id]
 	if !ok {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -250,6 +252,51 @@ func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.Del
 		return fmt.Errorf("postgres: delivery %s is not held by %s: %w", id, owner, store.ErrConflict)
 	}
 	return nil
+}
+
+// RecordAttempts implements store.WebhookStore: recordAttemptQuery for
+// each record, sent as one batch: one round trip, and one transaction
+// (the statements of a batch run in the implicit transaction that ends
+// at its single Sync: one fails, none is kept), the deliveries locked in the order of their ids (so that
+// two batches never wait for each other in a cycle).
+func (s *Store) RecordAttempts(ctx context.Context, owner string, rs []store.AttemptRecord) ([]error, error) {
+	errs := make([]error, len(rs))
+	order := make([]int, 0, len(rs))
+	for i, r := range rs {
+		if errs[i] = store.CheckAttempt(r.Status, r.NextAt); errs[i] == nil {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return errs, nil
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return strings.Compare(rs[i].ID, rs[j].ID) })
+	b := &pgx.Batch{}
+	for _, i := range order {
+		r := &rs[i]
+		a := &r.Attempt
+		b.Queue(recordAttemptQuery, r.ID, owner, a.At, a.Status, text(a.Class), int64(a.Duration), text(a.Answer), text(a.Error),
+			r.Status, optTime(r.NextAt))
+	}
+	br := s.pool.SendBatch(ctx, b)
+	for _, i := range order {
+		var exists bool
+		var n *int
+		if err := br.QueryRow().Scan(&exists, &n); err != nil {
+			_ = br.Close()
+			return nil, fmt.Errorf("postgres: record attempt of delivery %s: %w", rs[i].ID, err)
+		}
+		switch {
+		case !exists:
+			errs[i] = fmt.Errorf("postgres: delivery %s: %w", rs[i].ID, store.ErrNotFound)
+		case n == nil:
+			errs[i] = fmt.Errorf("postgres: delivery %s is not held by %s: %w", rs[i].ID, owner, store.ErrConflict)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("postgres: record attempts: %w", err)
+	}
+	return errs, nil
 }
 
 // NextDeliveryDue implements store.WebhookStore.

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -206,35 +207,65 @@ func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.Del
 		return err
 	}
 	return s.write(ctx, func(tx wtx) error {
-		var cur, holder string
-		var attempts int
-		var next, ready int64
-		err := tx.QueryRow(`SELECT status, owner, attempts, next_at, ready_at FROM webhook_deliveries WHERE id = ?`, id).Scan(&cur, &holder, &attempts, &next, &ready)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: delivery %s: %w", id, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: delivery %s: %w", id, err)
-		}
-		if holder == "" || holder != owner { // a settled delivery holds no lease
-			return fmt.Errorf("sqlite: delivery %s (%s) is not held by %s: %w", id, cur, owner, store.ErrConflict)
-		}
-		n := attempts + 1
-		if _, err := tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status, class, duration, answer, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, n, nanos(a.At), a.Status, a.Class, int64(a.Duration), a.Answer, a.Error); err != nil {
-			return fmt.Errorf("sqlite: record attempt %d of delivery %s: %w", n, id, err)
-		}
-		if status == store.DeliveryPending {
-			next, ready = nanos(nextAt), nanos(nextAt)
-		}
-		if _, err := tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, last_error = ?, next_at = ?, ready_at = ?,
-				first_attempt_at = CASE WHEN first_attempt_at = 0 THEN ? ELSE first_attempt_at END,
-				updated_at = ?, owner = '', lease_until = 0
-			WHERE id = ?`, status, n, a.Error, next, ready, nanos(a.At), nanos(a.At), id); err != nil {
-			return fmt.Errorf("sqlite: settle delivery %s: %w", id, err)
+		refused, err := recordAttempt(tx, id, owner, a, status, nextAt)
+		return cmp.Or(err, refused)
+	})
+}
+
+// RecordAttempts implements store.WebhookStore: the records in one write
+// of the writer.
+func (s *Store) RecordAttempts(ctx context.Context, owner string, rs []store.AttemptRecord) ([]error, error) {
+	errs := make([]error, len(rs))
+	err := s.write(ctx, func(tx wtx) error {
+		for i, r := range rs {
+			if errs[i] = store.CheckAttempt(r.Status, r.NextAt); errs[i] != nil {
+				continue
+			}
+			var err error
+			if errs[i], err = recordAttempt(tx, r.ID, owner, r.Attempt, r.Status, r.NextAt); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// recordAttempt records attempt a of delivery id in tx: refused is
+// ErrNotFound or ErrConflict (nothing written), err a failure of the
+// write.
+func recordAttempt(tx wtx, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) (refused, err error) {
+	var cur, holder string
+	var attempts int
+	var next, ready int64
+	err = tx.QueryRow(`SELECT status, owner, attempts, next_at, ready_at FROM webhook_deliveries WHERE id = ?`, id).Scan(&cur, &holder, &attempts, &next, &ready)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: delivery %s: %w", id, store.ErrNotFound), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: delivery %s: %w", id, err)
+	}
+	if holder == "" || holder != owner { // a settled delivery holds no lease
+		return fmt.Errorf("sqlite: delivery %s (%s) is not held by %s: %w", id, cur, owner, store.ErrConflict), nil
+	}
+	n := attempts + 1
+	if _, err := tx.Exec(`INSERT INTO webhook_attempts (delivery_id, n, at, status, class, duration, answer, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, n, nanos(a.At), a.Status, a.Class, int64(a.Duration), a.Answer, a.Error); err != nil {
+		return nil, fmt.Errorf("sqlite: record attempt %d of delivery %s: %w", n, id, err)
+	}
+	if status == store.DeliveryPending {
+		next, ready = nanos(nextAt), nanos(nextAt)
+	}
+	if _, err := tx.Exec(`UPDATE webhook_deliveries SET status = ?, attempts = ?, last_error = ?, next_at = ?, ready_at = ?,
+			first_attempt_at = CASE WHEN first_attempt_at = 0 THEN ? ELSE first_attempt_at END,
+			updated_at = ?, owner = '', lease_until = 0
+		WHERE id = ?`, status, n, a.Error, next, ready, nanos(a.At), nanos(a.At), id); err != nil {
+		return nil, fmt.Errorf("sqlite: settle delivery %s: %w", id, err)
+	}
+	return nil, nil
 }
 
 // NextDeliveryDue implements store.WebhookStore.

@@ -30,6 +30,8 @@ func WebhookStore(t *testing.T, newStore func(t *testing.T) RunsAndWebhooks) {
 		{"ClaimHeadOfQueueInOrder", testClaimHeadOfQueue},
 		{"DeliveryLeaseExpiry", testDeliveryLeaseExpiry},
 		{"RecordAttempt", testRecordAttempt},
+		{"RecordAttempts", testRecordAttempts},
+		{"ListDeliveriesOutOfOrder", testListDeliveriesOutOfOrder},
 		{"DisabledSubscriptionNotClaimed", testDisabledNotClaimed},
 		{"Redeliver", testRedeliver},
 		{"DeleteSubscriptionCascades", testDeleteSubscriptionCascades},
