@@ -260,11 +260,11 @@ func (l *TimerLoop) run() {
 		l.nextAt = time.Time{}
 		l.mu.Unlock()
 		claimedAt := e.clock.Now()
-		ts, err := e.store.ClaimDueTimers(l.ctx, claimedAt, limit, l.opts.Owner, claimedAt.Add(l.opts.Lease))
+		ts, runs, err := e.claimDue(l.ctx, claimedAt, limit, l.opts.Owner, claimedAt.Add(l.opts.Lease))
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("claiming due timers failed", "err", internal("could not claim due timers", err))
 		}
-		e.fireAll(l.ctx, l.opts, f, ts)
+		e.fireAll(l.ctx, l.opts, f, ts, runs)
 		if err == nil && len(ts) == limit {
 			continue // more may be due
 		}
@@ -349,10 +349,38 @@ func (f *firer) drained(ctx context.Context) bool {
 // wait waits until every timer handed to the firer is handled.
 func (f *firer) wait() { f.wg.Wait() }
 
+// TimerRunsClaimer is a store.TimerStore that claims due timers together
+// with their runs: ClaimDueTimersWithRuns is ClaimDueTimers that also
+// returns, for each claimed timer ts[i], its run's value runs[i] as read
+// by the claim (a zero Run, ID "", when the run is gone). The timer loop
+// then fires a claimed batch without reading each run (one round trip
+// per batch instead of one per timer, on a store across a network). The
+// values may be stale by the time a timer fires: a firing planned on one
+// commits only if the run still has its version (the store compares and
+// sets), and is decided again on the stored run otherwise.
+type TimerRunsClaimer interface {
+	ClaimDueTimersWithRuns(ctx context.Context, now time.Time, limit int, owner string, leaseUntil time.Time) (ts []store.Timer, runs []store.Run, err error)
+}
+
+// claimDue claims due timers, with their runs when the store claims them
+// together (TimerRunsClaimer; runs is nil otherwise).
+func (e *Engine) claimDue(ctx context.Context, now time.Time, limit int, owner string, leaseUntil time.Time) ([]store.Timer, []store.Run, error) {
+	if c, ok := e.store.(TimerRunsClaimer); ok {
+		ts, runs, err := c.ClaimDueTimersWithRuns(ctx, now, limit, owner, leaseUntil)
+		if err == nil && len(runs) != len(ts) {
+			runs = nil // not one run per timer: read each
+		}
+		return ts, runs, err
+	}
+	ts, err := e.store.ClaimDueTimers(ctx, now, limit, owner, leaseUntil)
+	return ts, nil, err
+}
+
 // fireAll hands ts, claimed for o.Owner, to f: each fires once a place
-// among the Concurrency is free. Once ctx ends (stopping), the timers not
-// yet started are handed back at once rather than left to their leases.
-func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer) {
+// among the Concurrency is free, on runs[i], its run as claimed, when
+// runs is not nil. Once ctx ends (stopping), the timers not yet started
+// are handed back at once rather than left to their leases.
+func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer, runs []store.Run) {
 	f.mu.Lock()
 	f.n += len(ts)
 	f.mu.Unlock()
@@ -365,7 +393,11 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 		default:
 		}
 	}
-	for _, t := range ts {
+	for i, t := range ts {
+		var known *store.Run
+		if runs != nil && runs[i].ID == t.RunID {
+			known = &runs[i]
+		}
 		took := false
 		select {
 		case f.sem <- struct{}{}:
@@ -385,7 +417,7 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 		f.wg.Add(1)
 		go func() {
 			defer func() { <-f.sem; done(); f.wg.Done() }()
-			if err := e.FireTimer(context.Background(), t); err != nil {
+			if err := e.fireTimer(context.Background(), t, known); err != nil {
 				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
 			}
 		}()
@@ -431,12 +463,12 @@ func timerDefaults(opts *TimerOptions) TimerOptions {
 // was claimed, unless the batch was full.
 func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, time.Time, error) {
 	now := e.clock.Now()
-	ts, err := e.store.ClaimDueTimers(ctx, now, o.Batch, o.Owner, now.Add(o.Lease))
+	ts, runs, err := e.claimDue(ctx, now, o.Batch, o.Owner, now.Add(o.Lease))
 	if err != nil {
 		return 0, now, internal("could not claim due timers", err)
 	}
 	f := newFirer(o)
-	e.fireAll(ctx, o, f, ts)
+	e.fireAll(ctx, o, f, ts, runs)
 	f.wait()
 	return len(ts), now, nil
 }
@@ -449,8 +481,21 @@ func (e *Engine) fireDue(ctx context.Context, o TimerOptions) (int, time.Time, e
 // run moved on is void. Either way the timer is done; an error (the store
 // failed) leaves it to fire again when its lease ends.
 func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
+	return e.fireTimer(ctx, t, nil)
+}
+
+// fireTimer is FireTimer, deciding first on known, the run's value as
+// the claim read it, when it is not nil (else, and after a conflict, on
+// the stored run).
+func (e *Engine) fireTimer(ctx context.Context, t store.Timer, known *store.Run) error {
 	for attempt := 0; attempt < e.retries; attempt++ {
-		sr, err := e.storedRun(ctx, t.RunID)
+		var sr store.Run
+		var err error
+		if attempt == 0 && known != nil {
+			sr = *known
+		} else {
+			sr, err = e.storedRun(ctx, t.RunID)
+		}
 		if protocol.ErrorCode(err) == protocol.ENotFound {
 			return e.voidTimer(ctx, t)
 		}
@@ -487,6 +532,7 @@ func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
 		if def == nil || !ok {
 			return e.refuseTimer(ctx, r, t, "The run's workflow version declares no timer "+quote(t.Action)+" in state "+r.State+".")
 		}
+		e.know(r)
 		_, err = e.transition(ctx, r.ID, t.Action, def.Body(tr.Expects, r.Data), TransitionOptions{Actor: ActorTimer, IfMatch: r.Version})
 		switch code := protocol.ErrorCode(err); {
 		case err == nil:
@@ -503,6 +549,30 @@ func (e *Engine) FireTimer(ctx context.Context, t store.Timer) error {
 	}
 	return errors.New("engine: the run changed too often while its timer fired")
 }
+
+// know keeps r, a value of its run read from the store, as the run's last
+// known value (see pendingCommit), so that the transition about to be
+// planned on it does not read the run again; unless the engine has a
+// commit of the run queued, or knows it at r's version or later. Like
+// any known value, a plan on it commits only if the stored run still has
+// its version. A run whose data is larger than maxKnownData is not kept,
+// nor any once maxKnown are.
+func (e *Engine) know(r *Run) {
+	if len(r.Snapshot.Data) > maxKnownData {
+		return
+	}
+	mu := e.lock(r.ID)
+	mu.Lock() // no transition of the run between its plan and its queued commit
+	defer mu.Unlock()
+	e.pendMu.Lock()
+	defer e.pendMu.Unlock()
+	if p := e.pending[r.ID]; p == nil && len(e.pending) < maxKnown || p != nil && resolved(p) && p.next.Version < r.Version {
+		e.pending[r.ID] = &pendingCommit{next: r, done: closedDone}
+	}
+}
+
+// closedDone is the done channel of a known value read from the store.
+var closedDone = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
 func (e *Engine) voidTimer(ctx context.Context, t store.Timer) error {
 	if err := e.store.CompleteTimer(ctx, t.ID); err != nil {

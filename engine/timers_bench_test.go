@@ -55,7 +55,7 @@ func BenchmarkTimerFiringDelay(b *testing.B) {
 
 // dueFlow is a run waiting for its deadline (data.due_at), which fires
 // done.
-func dueFlow(b *testing.B) *workflow.Definition {
+func dueFlow(b testing.TB) *workflow.Definition {
 	wb := workflow.New("due-v1", "WAIT")
 	wb.State("WAIT").At("data.due_at", "done")
 	wb.State("DONE")
@@ -70,7 +70,7 @@ func dueFlow(b *testing.B) *workflow.Definition {
 // timerDelays stores n runs on st whose timers fall due within one second,
 // lead from now, fires them with the timer loop and returns each one's
 // delay after its due time.
-func timerDelays(b *testing.B, st store.Store, n int, lead time.Duration) []time.Duration {
+func timerDelays(b testing.TB, st store.Store, n int, lead time.Duration) []time.Duration {
 	ctx := context.Background()
 	eng, err := engine.New(st, []*workflow.Definition{dueFlow(b)}, nil)
 	if err != nil {

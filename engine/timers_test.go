@@ -13,6 +13,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/testsupport/backends"
 	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -550,4 +551,118 @@ func TestTimerLoopClaimsWhileABatchFires(t *testing.T) {
 		waitState(t, r, ids[0], "DONE")
 		waitState(t, r, ids[1], "DONE")
 	})
+}
+
+// runsClaimer is a store that claims due timers with their runs
+// (engine.TimerRunsClaimer), as read by the claim, then calls moved (if
+// set) before they fire; it counts the runs read by GetRun.
+type runsClaimer struct {
+	store.Store
+	runs  func(ctx context.Context, ts []store.Timer) []store.Run // default: each timer's run, read now
+	moved func()
+	reads atomic.Int64
+}
+
+func (c *runsClaimer) ClaimDueTimersWithRuns(ctx context.Context, now time.Time, limit int, owner string, leaseUntil time.Time) ([]store.Timer, []store.Run, error) {
+	ts, err := c.Store.ClaimDueTimers(ctx, now, limit, owner, leaseUntil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var runs []store.Run
+	if c.runs != nil {
+		runs = c.runs(ctx, ts)
+	} else {
+		for _, t := range ts {
+			r, err := c.Store.GetRun(ctx, t.RunID)
+			if err != nil {
+				return nil, nil, err
+			}
+			runs = append(runs, r)
+		}
+	}
+	if c.moved != nil {
+		c.moved()
+	}
+	return ts, runs, nil
+}
+
+func (c *runsClaimer) GetRun(ctx context.Context, id string) (store.Run, error) {
+	c.reads.Add(1)
+	return c.Store.GetRun(ctx, id)
+}
+
+// A store that claims due timers with their runs (engine.TimerRunsClaimer)
+// has them fired on those values: no run is read to fire them, and each
+// fires once.
+func TestTimerFiresOnTheClaimedRun(t *testing.T) {
+	st := &runsClaimer{Store: memstore.New()}
+	r := newTimerRig(t, st, clock.NewFake(timerT0))
+	runs := []*engine.Run{r.start(t, nil), r.start(t, nil), r.start(t, nil)}
+	r.clock.Advance(10 * time.Minute)
+	st.reads.Store(0)
+	if n := r.fire(t); n != len(runs) {
+		t.Fatalf("%d timers fired, want %d", n, len(runs))
+	}
+	if n := st.reads.Load(); n != 0 {
+		t.Errorf("firing %d timers claimed with their runs read %d runs, want none", len(runs), n)
+	}
+	for _, run := range runs {
+		if te := timerEvents(r.events(t, run.ID)); len(te) != 1 || r.get(t, run.ID).State != "ESCALATED" {
+			t.Fatalf("run %s: timer events %+v, state %s; want one escalate", run.ID, te, r.get(t, run.ID).State)
+		}
+	}
+}
+
+// A timer claimed with its run's value, fired after another replica moved
+// the run on (re-entering the state), does nothing: the compare-and-set on
+// the claimed value's version fails, and the stored run decides.
+func TestTimerClaimedWithAStaleRun(t *testing.T) {
+	mem := memstore.New()
+	st := &runsClaimer{Store: mem}
+	r := newTimerRig(t, st, clock.NewFake(timerT0))
+	other := newTimerRig(t, mem, r.clock) // another replica: this engine knows nothing of its commits
+	run := r.start(t, nil)
+	r.clock.Advance(10 * time.Minute)
+	st.moved = func() {
+		if _, err := other.eng.Transition(context.Background(), run.ID, "touch", nil, engine.TransitionOptions{Actor: "bob"}); err != nil {
+			t.Error(err)
+		}
+	}
+	if n := r.fire(t); n != 1 {
+		t.Fatalf("%d timers claimed, want 1", n)
+	}
+	got := r.get(t, run.ID)
+	if got.State != "REVIEW" || got.Version != 2 {
+		t.Fatalf("a timer fired on a stale value moved the run: %s at version %d", got.State, got.Version)
+	}
+	if te := timerEvents(r.events(t, run.ID)); len(te) != 0 {
+		t.Fatalf("a stale timer left events %+v", te)
+	}
+	if ts, _ := r.eng.RunTimers(context.Background(), got); len(ts) != 1 || ts[0].Version != 2 {
+		t.Fatalf("timers after the re-entry = %+v, want the re-entry's", ts)
+	}
+}
+
+// A claim that returns no value for a timer's run (a zero Run: it was
+// gone when claimed), or fewer runs than timers, has those timers fired on
+// the stored runs.
+func TestTimerClaimedWithoutItsRun(t *testing.T) {
+	for name, runs := range map[string]func(context.Context, []store.Timer) []store.Run{
+		"zero run":  func(_ context.Context, ts []store.Timer) []store.Run { return make([]store.Run, len(ts)) },
+		"too few":   func(context.Context, []store.Timer) []store.Run { return []store.Run{} },
+		"other run": func(context.Context, []store.Timer) []store.Run { return []store.Run{{ID: "another"}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := &runsClaimer{Store: memstore.New(), runs: runs}
+			r := newTimerRig(t, st, clock.NewFake(timerT0))
+			run := r.start(t, nil)
+			r.clock.Advance(10 * time.Minute)
+			if n := r.fire(t); n != 1 {
+				t.Fatalf("%d timers claimed, want 1", n)
+			}
+			if got := r.get(t, run.ID); got.State != "ESCALATED" {
+				t.Fatalf("the timer did not fire: the run is in %s", got.State)
+			}
+		})
+	}
 }

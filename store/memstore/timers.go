@@ -84,7 +84,27 @@ func (s *Store) less(h *timerHeap, i, j int) bool {
 	if a.nsec != b.nsec {
 		return a.nsec < b.nsec
 	}
-	return s.timerID(a.t) < s.timerID(b.t)
+	return s.idLess(a.t, b.t)
+}
+
+// idLess reports whether the id of timer a sorts before that of timer b,
+// building both in buffers on the stack: ties on due time are common
+// (timers due at the same whole second, runs entering a state with the
+// same delay at once), and a tie must not cost two allocations.
+func (s *Store) idLess(a, b int32) bool {
+	var ab, bb [128]byte
+	return string(s.appendTimerID(ab[:0], a)) < string(s.appendTimerID(bb[:0], b))
+}
+
+// appendTimerID appends the id of the timer in slot t to b (see
+// store.TimerID).
+func (s *Store) appendTimerID(b []byte, t int32) []byte {
+	r := s.trec(t)
+	b = append(b, s.idOf(r.run)...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, r.version, 10)
+	b = append(b, '/')
+	return append(b, s.names.strs[r.action]...)
 }
 
 func (s *Store) swap(h *timerHeap, i, j int) {

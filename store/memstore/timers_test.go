@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,31 @@ func TestTimerHeapsStayOrdered(t *testing.T) {
 			}
 		}
 		check(step)
+	}
+}
+
+// Timers due at the same time are ordered by id (store.TimerID), without
+// building the ids: idLess agrees with comparing them, for runs whose ids
+// share prefixes, hold "/", or are longer than its buffers.
+func TestTimerTieOrderIsByID(t *testing.T) {
+	s := New()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ids := []string{"a", "a/1", "ab", "b", "a" + strings.Repeat("x", 200), "a" + strings.Repeat("x", 199)}
+	for _, id := range ids {
+		r := store.Run{ID: id, WorkflowID: "wf", Version: 1, CreatedAt: t0, UpdatedAt: t0}
+		r.State, r.Data = "A", json.RawMessage(`{}`)
+		c := store.Commit{Run: r, Event: store.Event{RunID: id, Seq: 1, Time: t0, Kind: store.EventCreated, To: "A", Snapshot: r.Snapshot},
+			Timers: []store.Timer{{Action: "x", DueAt: t0}, {Action: "x/1", DueAt: t0}, {Action: "y", DueAt: t0}}}
+		if err := s.CreateRun(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slots := s.tm.ready.a
+	for _, a := range slots {
+		for _, b := range slots {
+			if got, want := s.idLess(a.t, b.t), s.timerID(a.t) < s.timerID(b.t); got != want {
+				t.Errorf("idLess(%q, %q) = %v, want %v", s.timerID(a.t), s.timerID(b.t), got, want)
+			}
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +72,21 @@ const claimTimersQuery = `WITH c AS (
 	FROM c WHERE t.id = c.id
 	RETURNING t.id, t.run_id, t.workflow_id, t.state, t.version, t.action, t.due_at, t.data, t.owner, t.lease_until`
 
+// claimTimersWithRunsQuery is claimTimersQuery that also reads each
+// claimed timer's run (runCols, NULL when the run is gone), in the same
+// statement.
+const claimTimersWithRunsQuery = `WITH c AS (
+		SELECT id FROM timers WHERE ready_at <= $1 ORDER BY ready_at, id LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	), t AS (
+		UPDATE timers t SET owner = $3, lease_until = $4, ready_at = $4
+		FROM c WHERE t.id = c.id
+		RETURNING t.id, t.run_id, t.workflow_id, t.state, t.version, t.action, t.due_at, t.data, t.owner, t.lease_until
+	)
+	SELECT t.id, t.run_id, t.workflow_id, t.state, t.version, t.action, t.due_at, t.data, t.owner, t.lease_until,
+		r.id, r.workflow_id, r.state, r.status, r.data, r.milestones, r.error, r.version, r.created_at, r.updated_at, r.workflow_version
+	FROM t LEFT JOIN runs r ON r.id = t.run_id`
+
 // nextTimerQuery reads the first entry of timers_ready.
 const nextTimerQuery = `SELECT ready_at FROM timers ORDER BY ready_at LIMIT 1`
 
@@ -94,6 +111,63 @@ func (s *Store) ClaimDueTimers(ctx context.Context, now time.Time, limit int, ow
 	}
 	store.SortTimers(out)
 	return out, nil
+}
+
+// ClaimDueTimersWithRuns implements engine.TimerRunsClaimer: ClaimDueTimers
+// that reads the claimed timers' runs in the same statement, so that the
+// timer loop fires a batch without one read of a run per timer.
+func (s *Store) ClaimDueTimersWithRuns(ctx context.Context, now time.Time, limit int, owner string, leaseUntil time.Time) ([]store.Timer, []store.Run, error) {
+	if limit <= 0 {
+		return nil, nil, fmt.Errorf("postgres: claim timers: limit %d, want > 0", limit)
+	}
+	if !leaseUntil.After(now) {
+		return nil, nil, fmt.Errorf("postgres: claim timers: the lease ends (%s) at or before now (%s)", leaseUntil.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+	}
+	rows, err := s.pool.Query(ctx, claimTimersWithRunsQuery, now, limit, owner, leaseUntil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: claim timers: %w", err)
+	}
+	type claimed struct {
+		t store.Timer
+		r store.Run
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimed, error) {
+		var c claimed
+		var data, runData []byte
+		var lease *time.Time
+		var id, wf, state, status, errText, wfVersion *string
+		var version *int64
+		var created, updated *time.Time
+		var ms []string
+		if err := row.Scan(&c.t.ID, &c.t.RunID, &c.t.WorkflowID, &c.t.State, &c.t.Version, &c.t.Action, &c.t.DueAt, &data, &c.t.Owner, &lease,
+			&id, &wf, &state, &status, &runData, &ms, &errText, &version, &created, &updated, &wfVersion); err != nil {
+			return claimed{}, err
+		}
+		c.t.DueAt, c.t.Data = utc(c.t.DueAt), json.RawMessage(data)
+		if lease != nil {
+			c.t.LeaseUntil = utc(*lease)
+		}
+		if id != nil { // else the run is gone: a zero Run
+			c.r = store.Run{ID: *id, WorkflowID: *wf, Version: *version, CreatedAt: utc(*created), UpdatedAt: utc(*updated), WorkflowVersion: *wfVersion}
+			c.r.State, c.r.Status, c.r.Error = *state, *status, *errText
+			c.r.Data, c.r.Milestones = json.RawMessage(runData), readMilestones(ms)
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: claim timers: %w", err)
+	}
+	slices.SortFunc(out, func(a, b claimed) int { // as store.SortTimers
+		if c := a.t.DueAt.Compare(b.t.DueAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.t.ID, b.t.ID)
+	})
+	ts, runs := make([]store.Timer, len(out)), make([]store.Run, len(out))
+	for i := range out {
+		ts[i], runs[i] = out[i].t, out[i].r
+	}
+	return ts, runs, nil
 }
 
 // NextTimerDue implements store.TimerStore.
