@@ -292,23 +292,28 @@ func (e *Engine) wakeSchedules() {
 func (l *ScheduleLoop) run() {
 	defer close(l.done)
 	e := l.e
+	failed := 0 // looks in a row that failed
 	for l.ctx.Err() == nil {
 		looked := e.clock.Now()
 		_, next, err := e.fireSchedules(l.ctx, looked, l.opts.Page)
-		if err != nil && l.ctx.Err() == nil {
-			e.log.Error("starting the runs of due schedules failed", "err", err)
+		// fireSchedules logged what failed, naming the schedule.
+		if err != nil {
+			failed = min(failed+1, 5)
+		} else {
+			failed = 0
 		}
 		wait := l.opts.Poll
 		if !next.IsZero() {
 			wait = min(wait, next.Sub(e.clock.Now()))
 		}
-		if wait <= 0 && next.After(looked) {
+		if wait <= 0 && next.After(looked) && err == nil {
 			continue // it fell due while this look ran: look again now
 		}
 		if wait <= 0 {
 			// Due and not started (a store error, or another replica's
-			// start seen late): do not spin.
-			wait = min(l.opts.Poll, 50*time.Millisecond)
+			// start seen late): do not spin; after failures, back off
+			// (50 ms, 100 ms, … up to the poll).
+			wait = min(l.opts.Poll, 50*time.Millisecond<<failed)
 		}
 		t := e.clock.NewTimer(wait)
 		select {
@@ -344,6 +349,9 @@ func (e *Engine) fireSchedules(ctx context.Context, now time.Time, page int) (st
 	for ctx.Err() == nil {
 		ss, err := e.store.ListSchedules(ctx, after, page)
 		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Error("reading the schedules failed", "err", err)
+			}
 			keep(internal("could not read the schedules", err))
 			return started, next, first
 		}
@@ -361,6 +369,7 @@ func (e *Engine) fireSchedules(ctx context.Context, now time.Time, page int) (st
 			}
 			if err := e.recoverTick(ctx, s); err != nil {
 				keep(err)
+				e.log.Error("checking the run of a schedule's last tick failed", "schedule", s.ID, "err", err)
 			}
 			n, err := e.fireSchedule(ctx, s, ws, now)
 			if err != nil {

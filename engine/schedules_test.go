@@ -14,6 +14,7 @@ import (
 	"github.com/asmp-dev/asmp/internal/testsupport/backends"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -496,4 +497,37 @@ func TestScheduleTickOfADeadProcessIsStarted(t *testing.T) {
 			t.Fatalf("runs = %v, want the dead process's tick started once: %v", got, want)
 		}
 	})
+}
+
+// failingStartStore fails every run creation and counts them.
+type failingStartStore struct {
+	engine.Store
+	n *atomic.Int32
+}
+
+func (s failingStartStore) CreateRun(ctx context.Context, c store.Commit) error {
+	s.n.Add(1)
+	return errors.New("disk unplugged")
+}
+
+// A schedule whose run the store keeps failing to create is tried again
+// with a growing wait (50 ms, 100 ms, 200 ms, … up to the poll), not 20
+// times a second for as long as the store fails.
+func TestScheduleLoopBacksOffWhileTheStoreFails(t *testing.T) {
+	fc := clock.NewFake(schedT0)
+	st := failingStartStore{memstore.New(), new(atomic.Int32)}
+	r := newSchedRig(t, st, fc, "*/5 * * * *")
+	fc.Advance(4*time.Minute + 30*time.Second) // 09:05: due
+	loop := r.eng.StartSchedules(context.Background(), &engine.ScheduleOptions{Poll: time.Hour})
+	defer loop.Stop()
+	for range 300 { // 3 s of the clock, 10 ms at a time
+		if err := fc.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		fc.Advance(10 * time.Millisecond)
+	}
+	// Looks at 0, 0.1, 0.3, 0.7, 1.5 s (then 1.6 s apart): 5 or 6 in 3 s.
+	if n := st.n.Load(); n < 3 || n > 7 {
+		t.Fatalf("%d tries to start the run in 3 s of a failing store, want 5 or 6 (backing off)", n)
+	}
 }

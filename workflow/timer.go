@@ -95,11 +95,19 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 	}
 	switch v := out.(type) {
 	case time.Time:
-		return v, nil
+		at, err := inRange(v, entered)
+		if err != nil {
+			return fail(err)
+		}
+		return at, nil
 	case string:
 		at, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			return fail(fmt.Errorf("%w: %q is not an RFC 3339 time (e.g. 2026-05-01T17:00:00Z)", ErrNotATime, protocol.Truncate(v, 64)))
+		}
+		at, err = inRange(at, entered)
+		if err != nil {
+			return fail(err)
 		}
 		return at, nil
 	case nil:
@@ -107,6 +115,23 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 	default:
 		return fail(fmt.Errorf("%w: it yields %T", ErrNotATime, v))
 	}
+}
+
+// lastDue is the latest due time a store keeps (nanoseconds since 1970
+// in an int64).
+var lastDue = time.Unix(0, math.MaxInt64).UTC()
+
+// inRange returns at as a timer's due time: a time before 1970 (the zero
+// time among them) is long past, so the timer is due when the state is
+// entered and fires at once; one after lastDue (2262) is refused.
+func inRange(at, entered time.Time) (time.Time, error) {
+	switch {
+	case at.Before(time.Unix(0, 0)):
+		return entered, nil
+	case at.After(lastDue):
+		return time.Time{}, fmt.Errorf("%w: %s is after %s, the latest due time a timer can have", ErrNotATime, at.UTC().Format(time.RFC3339), lastDue.Format(time.RFC3339))
+	}
+	return at, nil
 }
 
 // Body returns the request body t fires its action with, for a run whose

@@ -185,6 +185,7 @@ func TestDueTimers(t *testing.T) {
 		{"missing", map[string]any{"day": "2026-06-01T00:00:00Z"}, true, "yields nil"},
 		{"a number", map[string]any{"due_at": 5, "day": "2026-06-01T00:00:00Z"}, true, "yields int"},
 		{"not RFC 3339", map[string]any{"due_at": "next tuesday", "day": "2026-06-01T00:00:00Z"}, true, `"next tuesday" is not an RFC 3339 time`},
+		{"after 2262", map[string]any{"due_at": "3000-01-01T00:00:00Z", "day": "2026-06-01T00:00:00Z"}, true, "after 2262-04-11T23:47:16Z"},
 	} {
 		due := s.DueTimers(tc.data, entered)
 		var te *workflow.TimerError
@@ -197,6 +198,14 @@ func TestDueTimers(t *testing.T) {
 		}
 		if due[0].Err != nil || due[2].Err != nil {
 			t.Errorf("%s: other timers failed too: %v, %v", tc.name, due[0].Err, due[2].Err)
+		}
+	}
+	// A time before 1970 (the zero time too, which a store cannot keep)
+	// is long past: due when the state is entered, by a string or a time.
+	for _, day := range []string{"0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z"} {
+		due = s.DueTimers(map[string]any{"due_at": day, "day": day}, entered)
+		if due[1].Err != nil || !due[1].At.Equal(entered) || due[2].Err != nil || !due[2].At.Equal(entered) {
+			t.Errorf("due_at %s: due %v (%v) and %v (%v), want both %v", day, due[1].At, due[1].Err, due[2].At, due[2].Err, entered)
 		}
 	}
 	// An expression that cannot be evaluated for this data.
