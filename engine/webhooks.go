@@ -377,15 +377,15 @@ func (e *Engine) DeleteWebhook(ctx context.Context, id string) error {
 }
 
 // RotateWebhookSecret gives a subscription a new secret and keeps its old
-// ones signing for grace (0: DefaultSecretGrace), so the receiver can
-// switch in that time; messages carry a signature under each. The answer
-// holds the new secret, shown this once.
+// ones signing for grace, so the receiver can switch in that time;
+// messages carry a signature under each. A grace of 0 revokes the old
+// secrets now: the next message is signed with the new one only (for a
+// leaked secret). The API's default, when the request names no grace,
+// is DefaultSecretGrace. The answer holds the new secret, shown this
+// once.
 func (e *Engine) RotateWebhookSecret(ctx context.Context, id string, grace time.Duration) (protocol.WebhookSubscription, error) {
 	if grace < 0 || grace > 30*24*time.Hour {
-		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.EInvalid, "The grace period must be between 0 and 720h, not %s.", grace)
-	}
-	if grace == 0 {
-		grace = DefaultSecretGrace
+		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.EInvalid, "The grace period must be between 0 (revoke the old secret now) and 720h (30d), not %s.", grace)
 	}
 	s, err := e.subscription(ctx, id)
 	if err != nil {

@@ -2,12 +2,13 @@ package server
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/asmp-dev/asmp/auth"
+	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/edge/httpx"
 	"github.com/asmp-dev/asmp/internal/edge/paging"
 	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/workflow"
 )
 
 // webhookRoutes are the subscriptions API (SPEC section 18), admin scope,
@@ -135,16 +136,16 @@ func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	var grace time.Duration
+	grace := engine.DefaultSecretGrace
 	for k, v := range body {
 		switch k {
 		case "grace":
 			str, ok := v.(string)
 			if !ok {
-				return protocol.Errorf(protocol.EInvalid, `grace must be a duration string such as "24h".`).With("field", k)
+				return protocol.Errorf(protocol.EInvalid, `grace must be a duration string such as "24h" ("0s" revokes the old secret now).`).With("field", k)
 			}
-			if grace, err = time.ParseDuration(str); err != nil {
-				return protocol.Errorf(protocol.EInvalid, `grace must be a duration such as "24h" or "30m", not %q.`, protocol.Truncate(str, 20)).With("field", k)
+			if grace, err = workflow.ParseDuration(str); err != nil {
+				return protocol.Errorf(protocol.EInvalid, `grace must be a duration such as "24h", "2d" or "30m" ("0s" revokes the old secret now), not %q.`, protocol.Truncate(str, 20)).With("field", k)
 			}
 		default:
 			return protocol.Errorf(protocol.EInvalid, "Unknown field %q: the body of POST /webhooks/{id}/rotate takes grace.", k).With("field", k)

@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
@@ -70,6 +72,32 @@ func TestWebhooksAPI(t *testing.T) {
 	}
 	if r := e.do("POST", "/webhooks/"+id+"/rotate", map[string]any{"grace": "1h"}, admin...); r.status != 200 || !strings.Contains(string(r.body), "whsec_") {
 		t.Fatalf("rotate: %d %s", r.status, r.body)
+	}
+	// The old secrets' lifetimes: no grace named keeps them 24h, "2d" two
+	// days, "0s" revokes them (only the new secret is left).
+	for _, tc := range []struct {
+		body map[string]any
+		live int
+		for_ time.Duration
+	}{
+		{map[string]any{"grace": "0s"}, 1, 0}, {map[string]any{}, 2, 24 * time.Hour},
+		{map[string]any{"grace": "0s"}, 1, 0}, {map[string]any{"grace": "2d"}, 2, 48 * time.Hour},
+	} {
+		before := time.Now()
+		if r := e.do("POST", "/webhooks/"+id+"/rotate", tc.body, admin...); r.status != 200 {
+			t.Fatalf("rotate %v: %d %s", tc.body, r.status, r.body)
+		}
+		stored, err := e.st.GetSubscription(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets, err := webhook.DecodeSecrets(stored.Secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(secrets) != tc.live || (tc.live > 1 && secrets[1].ExpiresAt.Sub(before).Round(time.Hour) != tc.for_) {
+			t.Fatalf("rotate %v: secrets %v, want %d, the old one for %s", tc.body, secrets, tc.live, tc.for_)
+		}
 	}
 	for _, bad := range []struct {
 		method, path string

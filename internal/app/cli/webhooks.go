@@ -150,24 +150,23 @@ func newWebhooksRmCmd(env *Env) *cobra.Command {
 
 func newWebhooksRotateCmd(env *Env) *cobra.Command {
 	var f oipFlags
-	var grace time.Duration
+	var grace string
 	cmd := &cobra.Command{
 		Use:   "rotate ID",
 		Short: "Give a subscription a new secret; the old one signs too for --grace",
-		Args:  cobra.ExactArgs(1),
+		Long: `Give a subscription a new secret, printed this once. The old secret keeps
+signing beside it for --grace (default 24h), so the receiver can switch;
+--grace 0 revokes the old secret at once (a leaked secret).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g := ""
-			if grace > 0 {
-				g = grace.String()
-			}
 			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookSubscription, error) {
-				return c.RotateWebhookSecret(ctx, args[0], g)
+				return c.RotateWebhookSecret(ctx, args[0], grace)
 			}, func(out io.Writer, sub *client.WebhookSubscription) {
 				fmt.Fprintf(out, "New secret of %s (shown once): %s\n", oneLine(sub.ID, 64), oneLine(sub.Secret, 200))
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", 0, "how long the old secret keeps signing (default: the server's, 24h)")
+	cmd.Flags().StringVar(&grace, "grace", "", `how long the old secret keeps signing, e.g. 1h or 2d; 0 revokes it now (default: the server's, 24h)`)
 	f.add(cmd)
 	return cmd
 }
