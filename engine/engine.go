@@ -162,6 +162,9 @@ type Engine struct {
 	timerMu     sync.Mutex
 	timerLoop   *TimerLoop // told of stored timers (StartTimers)
 	schedMu     sync.Mutex
+	// schedCreate serialises CreateSchedule's look for a duplicate and
+	// its store.
+	schedCreate sync.Mutex
 	// schedSeen holds, per schedule id, the last tick whose run this
 	// engine knows to exist (recoverTick).
 	schedSeen sync.Map

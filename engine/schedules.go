@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"time"
 
@@ -136,7 +137,8 @@ func (e *Engine) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedu
 		return nil, protocol.Errorf(protocol.EInvalid, "Unknown workflow_id %q: a schedule starts runs of a served workflow (%s).",
 			protocol.Truncate(spec.WorkflowID, 64), strings.Join(e.WorkflowIDs(), ", ")).With("field", "workflow_id").With("workflows", e.WorkflowIDs())
 	}
-	if _, field, err := compiled(spec.Cron, spec.Timezone); err != nil {
+	ws, field, err := compiled(spec.Cron, spec.Timezone)
+	if err != nil {
 		return nil, protocol.Errorf(protocol.EInvalid, "%s.", strings.TrimSuffix(err.Error(), ".")).With("field", field)
 	}
 	data := json.RawMessage(`{}`)
@@ -150,6 +152,14 @@ func (e *Engine) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedu
 		}
 		data = b
 	}
+	e.schedCreate.Lock()
+	defer e.schedCreate.Unlock()
+	if dup, err := e.sameSchedule(ctx, spec.WorkflowID, ws, data); err != nil {
+		return nil, err
+	} else if dup != "" {
+		return nil, protocol.Errorf(protocol.EConflict, "Schedule %s already starts runs of %s on %q in %s with this data: two would start two runs a tick. GET /schedules/%s shows it; give different data to start two runs a tick.",
+			dup, spec.WorkflowID, spec.Cron, ws.Location(), dup).With("schedule_id", dup)
+	}
 	now := store.ScheduleTime(e.clock.Now())
 	s := store.Schedule{ID: "sched_" + uuid.Must(uuid.NewV7()).String(), WorkflowID: spec.WorkflowID, Cron: spec.Cron, Timezone: spec.Timezone,
 		Data: data, Source: store.ScheduleAPI, CreatedAt: now, LastTick: now}
@@ -158,6 +168,49 @@ func (e *Engine) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedu
 	}
 	e.wakeSchedules()
 	return e.scheduleView(s), nil
+}
+
+// sameSchedule returns the id of a stored schedule (from the API or a
+// file) that is the same as the one of workflow wf on ws with data: the
+// same cron fields, time zone and data, as workflow.Schedule.Key compares
+// them ("" when there is none).
+func (e *Engine) sameSchedule(ctx context.Context, wf string, ws *workflow.Schedule, data json.RawMessage) (string, error) {
+	var want any
+	if err := json.Unmarshal(data, &want); err != nil {
+		return "", internal("could not read the schedule's data", err)
+	}
+	fields := strings.Join(strings.Fields(ws.Cron), " ")
+	after := ""
+	for {
+		ss, err := e.store.ListSchedules(ctx, after, 256)
+		if err != nil {
+			return "", internal("could not read the schedules", err)
+		}
+		for _, s := range ss {
+			if s.WorkflowID != wf || strings.Join(strings.Fields(s.Cron), " ") != fields {
+				continue
+			}
+			other, _, err := compiled(s.Cron, s.Timezone)
+			if err != nil || other.Location().String() != ws.Location().String() {
+				continue
+			}
+			var got any
+			if len(s.Data) > 0 {
+				if err := json.Unmarshal(s.Data, &got); err != nil {
+					continue
+				}
+			} else {
+				got = map[string]any{}
+			}
+			if reflect.DeepEqual(got, want) {
+				return s.ID, nil
+			}
+		}
+		if len(ss) < 256 {
+			return "", nil
+		}
+		after = ss[len(ss)-1].ID
+	}
 }
 
 // GetSchedule returns the stored schedule id; ENotFound when there is
@@ -206,7 +259,7 @@ func (e *Engine) DeleteSchedule(ctx context.Context, id string) error {
 		if s, gerr := e.store.GetSchedule(ctx, id); gerr == nil {
 			wf = s.WorkflowID
 		}
-		return protocol.Errorf(protocol.EConflict, "Schedule %s lives in the schedules: list of workflow %q's file: remove it there and restart the server (or reload the file).", id, wf).
+		return protocol.Errorf(protocol.EConflict, "Schedule %s lives in the schedules: list of workflow %q's file: remove it there and restart the servers that serve that file.", id, wf).
 			With("field", "schedule_id")
 	default:
 		return internal("could not delete the schedule", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -360,6 +361,19 @@ func TestScheduleAPI(t *testing.T) {
 		}
 		if s.Source != store.ScheduleAPI || s.Ran || !s.NextTick.Equal(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)) {
 			t.Fatalf("new schedule = %+v; want an API schedule next at 10:00, not back-filled for 09:00", s)
+		}
+		// The same schedule again (spaced differently, the zone named) is
+		// refused, naming the first; with other data it is another one.
+		_, err = r.eng.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "0  * * * *", Timezone: "UTC", Data: map[string]any{"n": 1}})
+		if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), s.ID) {
+			t.Fatalf("a duplicate schedule: %v, want EConflict naming %s", err, s.ID)
+		}
+		other, err := r.eng.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "0 * * * *", Data: map[string]any{"n": 2}})
+		if err != nil {
+			t.Fatalf("the same cron with other data: %v", err)
+		}
+		if err := r.eng.DeleteSchedule(ctx, other.ID); err != nil {
+			t.Fatal(err)
 		}
 		fc.Advance(2*time.Minute + 30*time.Second) // 09:05: the file schedule's tick only
 		if n := r.fire(t); n != 1 {

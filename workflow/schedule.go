@@ -96,6 +96,11 @@ func (s *Schedule) compile() (field string, err error) {
 		loc = l
 	}
 	spec.Location = loc
+	if spec.Next(time.Now()).IsZero() {
+		// robfig/cron looks five years ahead: a day that exists comes
+		// round within four.
+		return "cron", fmt.Errorf("%q never fires: no month has that day (e.g. 30 February, 31 April)", s.Cron)
+	}
 	s.spec = spec
 	return "", nil
 }

@@ -81,6 +81,10 @@ func TestScheduleNextFollowsTheTimeZone(t *testing.T) {
 			t.Errorf("Next(%v) = %v, want %v", tc.after, got, tc.want)
 		}
 	}
+	leap := &workflow.Schedule{Cron: "0 0 29 2 *"}
+	if _, err := leap.Check(); err != nil {
+		t.Errorf("29 February: %v, want it accepted (it comes every four years)", err)
+	}
 	never := &workflow.Schedule{Cron: "0 0 30 2 *"}
 	if got := never.Next(time.Now()); !got.IsZero() {
 		t.Errorf("30 February: Next = %v, want zero", got)
@@ -152,6 +156,8 @@ func TestScheduleProblems(t *testing.T) {
 		"every":        {`{cron: "@every 1h"}`, `schedules[0].cron: @every is not supported`},
 		"unknown zone": {`{cron: "0 9 * * *", timezone: Europe/Atlantis}`, `schedules[0].timezone: unknown time zone "Europe/Atlantis"`},
 		"local zone":   {`{cron: "0 9 * * *", timezone: Local}`, `schedules[0].timezone: timezone Local depends on the host`},
+		"30 February":  {`{cron: "0 0 30 2 *"}`, `schedules[0].cron: "0 0 30 2 *" never fires`},
+		"31 April":     {`{cron: "0 0 31 4 *"}`, `schedules[0].cron: "0 0 31 4 *" never fires`},
 	} {
 		wantProblem(t, name, src(tc.sched), tc.want)
 	}
