@@ -58,6 +58,9 @@ func (v *subscriptions) keysOf(s *store.Subscription) (*webhook.Keys, error) {
 // matched against every commit.
 const MaxWebhooks = 256
 
+// MaxWebhookURL bounds a subscription's url, in bytes.
+const MaxWebhookURL = 2048
+
 // DefaultSecretGrace is how long a rotated secret keeps signing when the
 // rotation names no grace period.
 const DefaultSecretGrace = 24 * time.Hour
@@ -263,6 +266,9 @@ func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest)
 	if req.URL == "" {
 		return protocol.Errorf(protocol.EInvalid, `A subscription needs a "url": the https:// address to POST messages to.`)
 	}
+	if len(req.URL) > MaxWebhookURL {
+		return protocol.Errorf(protocol.EInvalid, "The url is %d bytes; a webhook url is at most %d.", len(req.URL), MaxWebhookURL).With("field", "url")
+	}
 	if len(req.Events) == 0 {
 		return protocol.Errorf(protocol.EInvalid, `A subscription needs "events": one or more of %s.`, strings.Join(protocol.WebhookEventTypes, ", "))
 	}
@@ -288,6 +294,7 @@ func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest)
 		}
 		defs = []*workflow.Definition{d}
 	}
+	req.States = slices.Compact(slices.Sorted(slices.Values(req.States)))
 	for _, st := range req.States {
 		found := false
 		for _, d := range defs {

@@ -190,6 +190,13 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, c *call) er
 }
 
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, err := s.readObject(w, r)
+	if err != nil {
+		return err
+	}
+	for k := range body {
+		return protocol.Errorf(protocol.EInvalid, "Unknown field %q: POST …/redeliver takes no body (or {}).", k).With("field", k)
+	}
 	d, err := s.e.Redeliver(r.Context(), r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {
 		return err

@@ -49,6 +49,11 @@ func TestWebhooksAPI(t *testing.T) {
 	if secret, _ := sub["secret"].(string); !strings.HasPrefix(secret, "whsec_") || id == "" || r.header.Get("Location") != e.url+"/webhooks/"+id {
 		t.Fatalf("create answer: %s (Location %q)", r.body, r.header.Get("Location"))
 	}
+	// States given twice are kept once.
+	r2 := e.do("POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/states", "events": []string{"run.state_changed"}, "states": []string{"DONE", "CONFIRM", "DONE"}}, admin...)
+	if states, _ := r2.json(t)["states"].([]any); r2.status != 201 || len(states) != 2 {
+		t.Fatalf("create with a state twice: %d %s, want the two states once each", r2.status, r2.body)
+	}
 	for _, path := range []string{"/webhooks/" + id, "/webhooks"} {
 		r := e.do("GET", path, nil, admin...)
 		if r.status != 200 || strings.Contains(string(r.body), "whsec_") || !strings.Contains(string(r.body), id) {
@@ -110,6 +115,8 @@ func TestWebhooksAPI(t *testing.T) {
 		{"POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/", "events": []string{"run.created"}, "secret": "mine"}, 400},
 		{"POST", "/webhooks", map[string]any{"url": "http://10.0.0.1/", "events": []string{"run.created"}}, 400},
 		{"POST", "/webhooks", "[1,2]", 400},
+		{"POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/" + strings.Repeat("a", engine.MaxWebhookURL), "events": []string{"run.created"}}, 400},
+		{"POST", "/webhooks/" + id + "/deliveries/" + did + "/redeliver", map[string]any{"now": true}, 400},
 		{"GET", "/webhooks?cursor=bogus", nil, 400},
 		{"GET", "/webhooks?limit=0", nil, 400},
 		{"POST", "/webhooks/" + id + "/rotate", map[string]any{"grace": "forever"}, 400},

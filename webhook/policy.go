@@ -58,6 +58,23 @@ func ParseAllowList(s string) (AllowList, error) {
 	return a, nil
 }
 
+// metadataAddrs are the cloud instance metadata services' addresses.
+var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
+
+// AdmitsMetadata reports whether the list admits a cloud metadata
+// address (169.254.169.254, fd00:ec2::254, 100.100.100.200), as 0.0.0.0/0 or
+// 169.254.0.0/16 do: a subscription could then make the server call it.
+func (a AllowList) AdmitsMetadata() bool {
+	for _, p := range a.prefixes {
+		for _, m := range metadataAddrs {
+			if p.Contains(m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // String returns the list in the --webhook-allow syntax: the ranges in the
 // order given, then the host names sorted.
 func (a AllowList) String() string {

@@ -60,6 +60,14 @@ func TestParseAllowList(t *testing.T) {
 	if got := a.String(); got != "10.0.0.0/8,::1,127.0.0.1,fd00::/8,::1,10.0.0.0/8,a.internal,receiver.internal" {
 		t.Errorf("String = %q", got)
 	}
+	if narrow := mustAllow(t, "10.0.0.0/8,127.0.0.1,::1,fd12::/16,receiver.internal"); narrow.AdmitsMetadata() {
+		t.Errorf("%s admits a metadata address", narrow)
+	}
+	for _, broad := range []string{"0.0.0.0/0", "169.254.0.0/16", "::/0", "fd00::/8,127.0.0.1", "100.64.0.0/10", "169.254.169.254"} {
+		if !mustAllow(t, broad).AdmitsMetadata() {
+			t.Errorf("%s: AdmitsMetadata = false, want true", broad)
+		}
+	}
 	if a, err := webhook.ParseAllowList(""); err != nil || a.String() != "" {
 		t.Errorf("empty list: %v %q", err, a.String())
 	}

@@ -249,7 +249,13 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	}
 	whAllow, err := webhook.ParseAllowList(f.whAllow)
 	if err != nil {
-		return fmt.Errorf("--webhook-allow: %w", err)
+		return err // it names the flag
+	}
+	if f.whAllow != "" {
+		log.Info("webhook targets admitted beside public https:// ones", "webhook_allow", whAllow.String())
+		if whAllow.AdmitsMetadata() {
+			log.Warn("--webhook-allow admits a cloud metadata address (169.254.169.254 or fd00:ec2::254): any admin token can then make this server call it; name narrower ranges", "webhook_allow", whAllow.String())
+		}
 	}
 	if f.whGiveUp <= 0 {
 		return fmt.Errorf("--webhook-give-up must be a positive duration, not %s", f.whGiveUp)
