@@ -119,6 +119,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 			f.UpdatedAfter = t
 		}
 	}
+	if q.Has("due_before") && q.Get("due_before") == "" {
+		// Left empty, it would list every run: a script whose variable
+		// was unset meant a time.
+		return protocol.Errorf(protocol.EInvalid, "due_before is empty: give an RFC 3339 time such as 2026-01-02T15:04:05Z, or leave due_before out to list runs whatever their timers.").With("field", "due_before")
+	}
 	if v := q.Get("due_before"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {

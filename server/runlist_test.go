@@ -163,6 +163,7 @@ func TestListRunsBadInput(t *testing.T) {
 		"?updated_after=9999-12-31T23:59:59Z":   "before 2262",
 		"?due_before=in10m":                     "due_before",
 		"?due_before=2026-12-03":                "RFC 3339",
+		"?due_before=":                          "due_before is empty",
 		"?status=sleeping":                      "awaiting_input",
 		"?workflow_id=nope":                     "config-wizard-v1",
 		"?workflow_id=config-wizard-v1&state=X": "CONFIGURE",

@@ -103,7 +103,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
 	fl.Int64Var(&f.maxRunData, "max-run-data", 0, "limit in bytes of a run's data and milestones (JSON): a start or transition, a task's result included, that would exceed it gets 413 (0 = --max-body)")
 	fl.StringVar(&f.defaultWF, "default-workflow", "", "workflow used when POST /runs names none (default: the first)")
-	fl.StringArrayVar(&f.tokens, "token", nil, "bearer token NAME=SECRET[:SCOPE,...] (repeatable; also ASMP_TOKENS, entries separated by ';'; scopes read,runs,dispatch,exec; none = all)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "bearer token NAME=SECRET[:SCOPE,...] (repeatable; also ASMP_TOKENS, entries separated by ';'; scopes read,runs,dispatch,exec,admin; none = all)")
 	fl.StringVar(&f.rateLimit, "rate-limit", "auto", "requests per second per client before 429; 0 = off; auto = off on loopback, 50 otherwise")
 	fl.IntVar(&f.rateBurst, "rate-burst", 0, "requests a client may send at once (default: twice --rate-limit)")
 	fl.IntVar(&f.maxStreams, "max-streams", 64, "open streams per client (0 = no limit)")
