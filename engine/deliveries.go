@@ -158,9 +158,8 @@ func (e *Engine) deliverDue(ctx context.Context, o DeliveryOptions) (int, error)
 	per := map[string]chan struct{}{}
 	subs := map[string]*target{}
 	view := e.subs.Load()
-	// The answers are recorded by one goroutine, as many at once as came
-	// in while it recorded the ones before (RecordAttempts: one store
-	// write for them all).
+	// The answers are recorded in batches (recordDeliveries): every
+	// answer waiting goes into one RecordAttempts write.
 	answered := make(chan answer, len(ds))
 	recorded := make(chan struct{})
 	go func() {
