@@ -98,11 +98,15 @@ func (l *DeliveryLoop) Stop() {
 }
 
 func (l *DeliveryLoop) run() {
-	defer close(l.done)
 	e := l.e
+	s := e.newSending(l.ctx, l.opts, false)
+	defer func() {
+		s.close()
+		close(l.done)
+	}()
 	lastLoad := e.clock.Now()
 	for l.ctx.Err() == nil {
-		n, err := e.deliverDue(l.ctx, l.opts)
+		n, err := s.claim(e.clock.Now())
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("claiming webhook deliveries failed", "err", err)
 		}
@@ -112,12 +116,11 @@ func (l *DeliveryLoop) run() {
 			}
 			lastLoad = now
 		}
-		if n > 0 {
-			// Claim again at once: the messages answered made the next
-			// message of each of their runs claimable (a run's messages
-			// go one at a time, in order), and those are due already.
-			// Waiting here would hold a busy run to one message per
-			// wait.
+		s.releaseAnswered()
+		s.trim()
+		if n > 0 && s.room() > 0 {
+			// Claim again at once: more may be due, and each claim takes
+			// at most the room left.
 			continue
 		}
 		wait := l.opts.Poll
@@ -127,11 +130,16 @@ func (l *DeliveryLoop) run() {
 		if wait <= 0 {
 			wait = min(l.opts.Poll, 50*time.Millisecond)
 		}
+		// Wait for the next due time, a commit that stored a delivery,
+		// an answer recorded (its run's next message is claimable now),
+		// or a request answered (a slot is free).
 		t := e.clock.NewTimer(wait)
 		select {
 		case <-l.ctx.Done():
 		case <-l.wake:
 		case <-t.C():
+		case f := <-s.freed:
+			s.release(f)
 		}
 		t.Stop()
 	}
@@ -139,68 +147,244 @@ func (l *DeliveryLoop) run() {
 
 // DeliverDue claims the deliveries due now (by the engine's clock), sends
 // them and records each attempt, and returns how many it claimed once all
-// are answered. The delivery loop calls it; a test with a fake clock may
-// call it directly. nil o means DeliveryOptions' defaults.
+// are answered and recorded. The delivery loop does the same without
+// waiting; a test with a fake clock may call DeliverDue directly. nil o
+// means DeliveryOptions' defaults.
 func (e *Engine) DeliverDue(ctx context.Context, o *DeliveryOptions) (int, error) {
-	return e.deliverDue(ctx, deliveryDefaults(o))
+	s := e.newSending(ctx, deliveryDefaults(o), true)
+	n, err := s.claim(e.clock.Now())
+	for s.inflight > 0 {
+		s.release(<-s.freed)
+	}
+	s.close()
+	return n, err
 }
 
-func (e *Engine) deliverDue(ctx context.Context, o DeliveryOptions) (int, error) {
-	now := e.clock.Now()
-	ds, err := e.store.ClaimDeliveries(ctx, now, o.Batch, o.Owner, now.Add(o.Lease))
+// sending is the delivery side's state: the requests to receivers in
+// flight (at most Concurrency, and PerSubscription per subscription), the
+// deliveries claimed and waiting for a slot of their subscription, and
+// the recorder of the answers. The loop (or DeliverDue) owns it: only
+// that goroutine calls its methods; the requests report back on freed.
+//
+// A claim takes at most the room left (Concurrency less the requests in
+// flight and the deliveries waiting) and starts the deliveries whose
+// subscription has a free slot; the others wait for one. A subscription
+// is slow while it has requests in flight and none answered for
+// slowAnswer (wall time): a slow one keeps at most PerSubscription
+// deliveries waiting (a slot frees within one request's timeout, well
+// inside the lease) and leaves the rest to their leases, claimed again
+// when those end. So a slow or dead receiver holds up its own deliveries,
+// and takes at most its share of the room; other subscriptions' go on
+// being claimed and sent.
+type sending struct {
+	e   *Engine
+	o   DeliveryOptions
+	ctx context.Context
+	// all: DeliverDue's mode: claim a whole Batch and keep every claimed
+	// delivery waiting for its slot (the call waits for them all).
+	all      bool
+	answered chan answer
+	recorded chan struct{}
+	freed    chan freedSlot // each request answered
+	inflight int
+	per      map[string]int               // requests in flight per subscription
+	waiting  map[string][]waitingDelivery // claimed, waiting for a slot, in claim order
+	nwaiting int
+	// progress is, per subscription with requests in flight, when the
+	// last of them was answered (or the first started).
+	progress map[string]time.Time
+	// mine holds the ids in flight or waiting: a claim that returns one
+	// again (its lease ended while it waited) is not sent twice.
+	mine map[string]bool
+	wg   sync.WaitGroup
+}
+
+// slowAnswer is how long a subscription with requests in flight may go
+// without an answer before it counts as slow.
+const slowAnswer = time.Second
+
+// slow reports whether sub is slow (see sending).
+func (s *sending) slow(sub string) bool {
+	return s.per[sub] > 0 && time.Since(s.progress[sub]) >= slowAnswer
+}
+
+// freedSlot is a request answered: its subscription and delivery.
+type freedSlot struct{ sub, id string }
+
+type waitingDelivery struct {
+	t *target
+	d store.Delivery
+}
+
+func (e *Engine) newSending(ctx context.Context, o DeliveryOptions, all bool) *sending {
+	s := &sending{e: e, o: o, ctx: ctx, all: all, answered: make(chan answer, o.Concurrency), recorded: make(chan struct{}),
+		freed: make(chan freedSlot, o.Concurrency), per: map[string]int{}, waiting: map[string][]waitingDelivery{},
+		progress: map[string]time.Time{}, mine: map[string]bool{}}
+	// The answers are recorded in batches (recordDeliveries): every
+	// answer waiting goes into one RecordAttempts write; each write
+	// wakes the loop, as the next message of each run recorded is now
+	// claimable.
+	go func() {
+		defer close(s.recorded)
+		e.recordDeliveries(context.WithoutCancel(ctx), o, s.answered)
+	}()
+	return s
+}
+
+// room is how many deliveries a claim may take now.
+func (s *sending) room() int {
+	if s.all {
+		return s.o.Batch
+	}
+	return min(s.o.Batch, s.o.Concurrency-s.inflight-s.nwaiting)
+}
+
+// claim claims due deliveries (at most room) and starts or keeps them;
+// it returns how many it claimed.
+func (s *sending) claim(now time.Time) (int, error) {
+	e, o := s.e, s.o
+	room := s.room()
+	if room <= 0 {
+		return 0, nil
+	}
+	ds, err := e.store.ClaimDeliveries(s.ctx, now, room, o.Owner, now.Add(o.Lease))
 	if err != nil {
 		return 0, internal("could not claim webhook deliveries", err)
 	}
 	if len(ds) == 0 {
 		return 0, nil
 	}
-	all := make(chan struct{}, o.Concurrency)
-	per := map[string]chan struct{}{}
-	subs := map[string]*target{}
+	targets := map[string]*target{}
 	view := e.subs.Load()
-	// The answers are recorded in batches (recordDeliveries): every
-	// answer waiting goes into one RecordAttempts write.
-	answered := make(chan answer, len(ds))
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		e.recordDeliveries(context.WithoutCancel(ctx), o, answered)
-	}()
-	var wg sync.WaitGroup
-	for i := range ds {
-		d := ds[i]
-		t, ok := subs[d.SubscriptionID]
+	for _, d := range ds {
+		t, ok := targets[d.SubscriptionID]
 		if !ok {
-			got, err := e.store.GetSubscription(ctx, d.SubscriptionID)
+			got, err := e.store.GetSubscription(s.ctx, d.SubscriptionID)
 			if err != nil {
 				e.log.Warn("reading a webhook subscription failed; its delivery waits for its lease", "subscription", d.SubscriptionID, "err", err)
+				targets[d.SubscriptionID] = nil
 				continue
 			}
 			t = &target{s: &got}
 			t.keys, t.err = view.keysOf(t.s)
-			subs[d.SubscriptionID] = t
-			per[d.SubscriptionID] = make(chan struct{}, o.PerSubscription)
+			targets[d.SubscriptionID] = t
 		}
-		sem := per[d.SubscriptionID]
-		sem <- struct{}{}
-		all <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a := e.attemptDelivery(context.WithoutCancel(ctx), t, d)
-			// The bounds are on requests to receivers: the slots are free
-			// once the answer is in, so that recording it (a store write,
-			// durable only at the next group commit) does not hold up the
-			// next request.
-			<-all
-			<-sem
-			answered <- answer{t.s, d, a}
-		}()
+		switch sub := d.SubscriptionID; {
+		case t == nil, s.mine[d.ID]:
+		case s.canStart(sub):
+			s.start(t, d)
+		case s.all || !s.slow(sub) || len(s.waiting[sub]) < o.PerSubscription:
+			s.waiting[sub] = append(s.waiting[sub], waitingDelivery{t, d})
+			s.nwaiting++
+			s.mine[d.ID] = true
+		default:
+			// A slow subscription with a full share in flight and
+			// waiting: left to its lease, claimed again when that ends.
+		}
 	}
-	wg.Wait()
-	close(answered)
-	<-recorded
 	return len(ds), nil
+}
+
+// trim leaves to their leases the deliveries of slow subscriptions
+// beyond PerSubscription waiting, so that a receiver that stopped
+// answering gives back the room it took while it seemed fast.
+func (s *sending) trim() {
+	if s.all {
+		return
+	}
+	for sub, w := range s.waiting {
+		if len(w) > s.o.PerSubscription && s.slow(sub) {
+			for _, x := range w[s.o.PerSubscription:] {
+				delete(s.mine, x.d.ID)
+			}
+			s.nwaiting -= len(w) - s.o.PerSubscription
+			s.waiting[sub] = w[:s.o.PerSubscription]
+		}
+	}
+}
+
+// start sends d to t in a goroutine, which reports on freed once the
+// receiver answered (the slot is free then: recording the answer, a
+// store write, does not hold up the next request) and hands the answer to
+// the recorder.
+func (s *sending) start(t *target, d store.Delivery) {
+	if s.per[d.SubscriptionID] == 0 {
+		s.progress[d.SubscriptionID] = time.Now()
+	}
+	s.inflight++
+	s.per[d.SubscriptionID]++
+	s.mine[d.ID] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		a := s.e.attemptDelivery(context.WithoutCancel(s.ctx), t, d)
+		s.freed <- freedSlot{d.SubscriptionID, d.ID}
+		s.answered <- answer{t.s, d, a}
+	}()
+}
+
+// canStart reports whether a request to sub may start now.
+func (s *sending) canStart(sub string) bool {
+	return s.per[sub] < s.o.PerSubscription && s.inflight < s.o.Concurrency
+}
+
+// release frees the slot of a request to sub that was answered: a
+// delivery waiting takes it (of sub first, its own share).
+func (s *sending) release(f freedSlot) {
+	sub := f.sub
+	s.inflight--
+	s.per[sub]--
+	s.progress[sub] = time.Now()
+	delete(s.mine, f.id)
+	s.startWaiting(sub)
+	for other := range s.waiting {
+		if s.inflight >= s.o.Concurrency {
+			break
+		}
+		s.startWaiting(other)
+	}
+	if s.per[sub] == 0 && len(s.waiting[sub]) == 0 {
+		delete(s.per, sub)
+		delete(s.waiting, sub)
+		delete(s.progress, sub)
+	}
+}
+
+// startWaiting starts the deliveries of sub waiting, in claim order,
+// while it has free slots.
+func (s *sending) startWaiting(sub string) {
+	w := s.waiting[sub]
+	for len(w) > 0 && s.canStart(sub) {
+		delete(s.mine, w[0].d.ID)
+		s.start(w[0].t, w[0].d)
+		w = w[1:]
+		s.nwaiting--
+	}
+	if len(w) == 0 {
+		delete(s.waiting, sub)
+	} else {
+		s.waiting[sub] = w
+	}
+}
+
+// releaseAnswered releases every request answered so far.
+func (s *sending) releaseAnswered() {
+	for {
+		select {
+		case f := <-s.freed:
+			s.release(f)
+		default:
+			return
+		}
+	}
+}
+
+// close waits for the requests in flight and the records of their
+// answers. Deliveries still waiting are left to their leases.
+func (s *sending) close() {
+	s.wg.Wait()
+	close(s.answered)
+	<-s.recorded
 }
 
 // target is a subscription deliveries are sent to, with its signing keys
@@ -261,6 +445,8 @@ func (e *Engine) recordDeliveries(ctx context.Context, o DeliveryOptions, answer
 			defer wg.Done()
 			e.recordBatch(ctx, o, batch)
 			<-slots
+			// The next message of each run recorded is claimable now.
+			e.wakeDeliveries()
 		}()
 	}
 	wg.Wait()
@@ -282,7 +468,7 @@ func (e *Engine) recordBatch(ctx context.Context, o DeliveryOptions, batch []ans
 		switch {
 		case failed == nil:
 			if b.a.Class == webhook.Gone {
-				e.disableWebhook(ctx, b.s.ID, "The receiver answered 410 Gone at "+b.a.At.UTC().Format(time.RFC3339)+"; create a new subscription to receive messages again.")
+				e.disableWebhook(ctx, b.s.ID, "The receiver answered 410 Gone at "+b.a.At.UTC().Format(time.RFC3339)+"; redeliver one of its deliveries (POST /webhooks/{id}/deliveries/{delivery_id}/redeliver) to enable it again, or delete it.")
 			}
 		case errors.Is(failed, store.ErrConflict), errors.Is(failed, store.ErrNotFound):
 			// Another claimer holds it since its lease ended, or it was

@@ -21,7 +21,7 @@ func EncodeMessage(m Message) ([]byte, error) {
 func messageSize(m *Message) int {
 	d := &m.Data
 	return 160 + len(m.Type) + len(d.RunID) + len(d.WorkflowID) + len(d.WorkflowVersion) + len(d.State) + len(d.Status) +
-		len(d.From) + len(d.Action) + len(d.Actor) + len(d.FrameHref)
+		len(d.From) + len(d.Action) + len(d.Actor) + len(d.FrameHref) + len(d.Progress) + len(d.Hint)
 }
 
 // appendMessage appends m's JSON encoding to b, in the field order and
@@ -31,7 +31,7 @@ func messageSize(m *Message) int {
 func appendMessage(b []byte, m *Message) ([]byte, bool) {
 	d := &m.Data
 	if !plain(m.Type) || !plain(d.RunID) || !plain(d.WorkflowID) || !plain(d.WorkflowVersion) || !plain(d.State) ||
-		!plain(d.Status) || !plain(d.From) || !plain(d.Action) || !plain(d.Actor) || !plain(d.FrameHref) {
+		!plain(d.Status) || !plain(d.From) || !plain(d.Action) || !plain(d.Actor) || !plain(d.FrameHref) || !plain(d.Progress) || !plain(d.Hint) {
 		return b, false
 	}
 	if y := m.Timestamp.Year(); y < 0 || y > 9999 {
@@ -58,6 +58,8 @@ func appendMessage(b []byte, m *Message) ([]byte, bool) {
 	b = appendOpt(b, `","actor":"`, d.Actor)
 	b = append(b, `","frame_href":"`...)
 	b = append(b, d.FrameHref...)
+	b = appendOpt(b, `","progress":"`, d.Progress)
+	b = appendOpt(b, `","hint":"`, d.Hint)
 	return append(b, `"}}`...), true
 }
 

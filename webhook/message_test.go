@@ -20,8 +20,12 @@ func TestEncodeMessageIsJSONMarshal(t *testing.T) {
 	full := webhook.Message{Type: "run.state_changed", Timestamp: at, Data: webhook.Data{RunID: "0193a-run", WorkflowID: "loop-v1",
 		WorkflowVersion: "3", State: "LOOP", Status: "active", From: "START", Action: "tick", Actor: "agent:1", FrameHref: "/runs/0193a-run"}}
 	cases := map[string]webhook.Message{
-		"full":       full,
-		"created":    {Type: "run.created", Timestamp: at, Data: webhook.Data{RunID: "r", WorkflowID: "w", State: "S", Status: "active", FrameHref: "/runs/r"}},
+		"full":    full,
+		"created": {Type: "run.created", Timestamp: at, Data: webhook.Data{RunID: "r", WorkflowID: "w", State: "S", Status: "active", FrameHref: "/runs/r"}},
+		"progress": {Type: "task.progress", Timestamp: at, Data: webhook.Data{RunID: "r", WorkflowID: "w", State: "S", Status: "processing", FrameHref: "/runs/r",
+			Progress: "45%", Hint: "Reserving funds"}},
+		"progress, no hint": {Type: "task.progress", Timestamp: at, Data: webhook.Data{RunID: "r", WorkflowID: "w", State: "S", Status: "processing", FrameHref: "/runs/r",
+			Progress: "45%"}},
 		"empty":      {},
 		"whole sec":  {Type: "run.completed", Timestamp: at.Truncate(time.Second), Data: full.Data},
 		"not UTC":    {Type: "run.completed", Timestamp: at.In(time.FixedZone("X", 3600)), Data: full.Data},
@@ -29,10 +33,10 @@ func TestEncodeMessageIsJSONMarshal(t *testing.T) {
 		"year 10000": {Type: "run.completed", Timestamp: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Data: full.Data},
 	}
 	for _, s := range []string{`a"b`, `a\b`, "<", ">", "a&b", "tab\there", "line\nfeed", "\x7f", "é", "\u2028", "\xff", ""} {
-		for i := range 10 {
+		for i := range 12 {
 			m := full
 			f := [...]*string{&m.Type, &m.Data.RunID, &m.Data.WorkflowID, &m.Data.WorkflowVersion, &m.Data.State, &m.Data.Status,
-				&m.Data.From, &m.Data.Action, &m.Data.Actor, &m.Data.FrameHref}[i]
+				&m.Data.From, &m.Data.Action, &m.Data.Actor, &m.Data.FrameHref, &m.Data.Progress, &m.Data.Hint}[i]
 			*f = "x" + s
 			cases[fmt.Sprintf("field %d %q", i, s)] = m
 		}

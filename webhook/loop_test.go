@@ -1,0 +1,65 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/asmp-dev/asmp/clock"
+	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/internal/testsupport/backends"
+	"github.com/asmp-dev/asmp/protocol"
+)
+
+// A receiver that never answers holds up only its own subscription's
+// messages: the loop goes on claiming and sending every other
+// subscription's, each run's in order, while the dead receiver's requests
+// hang (it waited for the whole claim to be answered before).
+func TestWebhookLoopSlowReceiverHoldsUpOnlyItsOwn(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
+		release := make(chan struct{})
+		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer hang.Close()
+		if _, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: hang.URL + "/dead", Events: []string{"run.created", "run.state_changed"}}); err != nil {
+			t.Fatal(err)
+		}
+		const runs = 20
+		for range runs {
+			run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.move(t, run.ID, "submit", "tick")
+		}
+		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: time.Hour})
+		for deadline := time.Now().Add(10 * time.Second); len(h.rc.received()) < 3*runs; {
+			if time.Now().After(deadline) {
+				close(release)
+				loop.Stop()
+				t.Fatalf("%d of %d messages reached the live receiver while the other hung", len(h.rc.received()), 3*runs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		byRun := map[string]string{}
+		for _, m := range h.rc.received() {
+			byRun[m.Msg.Data.RunID] += " " + m.Msg.Type + "@" + m.Msg.Data.State
+		}
+		for id, got := range byRun {
+			if want := " run.created@START run.state_changed@REVIEW run.state_changed@REVIEW"; got != want {
+				t.Errorf("run %s: received%s, want%s", id, got, want)
+			}
+		}
+		close(release)
+		loop.Stop()
+	})
+}
