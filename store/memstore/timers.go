@@ -49,7 +49,14 @@ func newTimers() timers {
 	return timers{recs: newSlab[timerRec](12), ready: timerHeap{which: 0}, due: timerHeap{which: 1}, data: map[int32]json.RawMessage{}}
 }
 
-// timerHeap is a binary min-heap of timers by (key, id), each record
+// heapArity is the number of children of a node of a timerHeap: a 4-ary
+// heap of a million timers is 10 levels high, not 20, so a timer whose
+// due time moves (a transition re-arming a timer that falls due soon,
+// among a million far ones) walks half as many levels, each reading
+// children that share a cache line.
+const heapArity = 4
+
+// timerHeap is a 4-ary min-heap (heapArity) of timers by (key, id), each record
 // knowing its index (at[which]) so that it can be removed or moved in
 // O(log n). The keys are kept in the entries, so comparisons read the
 // heap's own array, not the records (ids are built only on ties).
@@ -114,7 +121,7 @@ func (s *Store) swap(h *timerHeap, i, j int) {
 
 func (s *Store) up(h *timerHeap, i int) {
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / heapArity
 		if !s.less(h, i, p) {
 			return
 		}
@@ -125,12 +132,11 @@ func (s *Store) up(h *timerHeap, i int) {
 
 func (s *Store) down(h *timerHeap, i int) {
 	for {
-		l, m := 2*i+1, i
-		if l < len(h.a) && s.less(h, l, m) {
-			m = l
-		}
-		if r := l + 1; r < len(h.a) && s.less(h, r, m) {
-			m = r
+		m := i
+		for c, end := heapArity*i+1, min(heapArity*i+1+heapArity, len(h.a)); c < end; c++ {
+			if s.less(h, c, m) {
+				m = c
+			}
 		}
 		if m == i {
 			return
@@ -182,8 +188,9 @@ func (s *Store) before(h *timerHeap, t time.Time, fn func(int32)) {
 			return
 		}
 		fn(e.t)
-		walk(2*i + 1)
-		walk(2*i + 2)
+		for c := heapArity*i + 1; c <= heapArity*i+heapArity; c++ {
+			walk(c)
+		}
 	}
 	walk(0)
 }

@@ -57,7 +57,7 @@ func TestTimerHeapsStayOrdered(t *testing.T) {
 				if int(s.trec(e.t).at[h.which]) != i {
 					t.Fatalf("step %d: heap %d entry %d says it is at %d", step, h.which, i, s.trec(e.t).at[h.which])
 				}
-				if i > 0 && s.less(h, i, (i-1)/2) {
+				if i > 0 && s.less(h, i, (i-1)/heapArity) {
 					t.Fatalf("step %d: heap %d entry %d comes before its parent", step, h.which, i)
 				}
 			}
