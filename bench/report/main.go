@@ -58,8 +58,21 @@ func main() {
 	}
 	var b strings.Builder
 	targets := r.targets()
+	// Sections written by hand (their first line after the heading says
+	// so: the timers' and webhooks' benchmarks, which bench/run does not
+	// run) are kept from the report being replaced, before the commands.
+	kept := ""
+	if old, err := os.ReadFile(*out); err == nil {
+		kept = handWritten(string(old))
+	}
 	r.write(&b, targets, string(log), *quick)
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+	doc := b.String()
+	if kept != "" {
+		if i := strings.Index(doc, "\n## Commands\n"); i >= 0 {
+			doc = doc[:i+1] + kept + doc[i+1:]
+		}
+	}
+	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
@@ -615,6 +628,20 @@ func (r *results) write(w *strings.Builder, ts []target, log string, quick bool)
 	if strings.TrimSpace(log) != "" {
 		fmt.Fprintf(w, "%s\n", strings.TrimSpace(log))
 	}
+}
+
+// handWritten returns the "## " sections of doc whose text begins with
+// "Written by hand", in their order, each ending with a blank line.
+func handWritten(doc string) string {
+	var out strings.Builder
+	parts := strings.Split(doc, "\n## ")
+	for _, p := range parts[1:] {
+		_, body, _ := strings.Cut(p, "\n")
+		if strings.HasPrefix(strings.TrimLeft(body, "\n"), "Written by hand") {
+			out.WriteString("## " + strings.TrimRight(p, "\n") + "\n\n")
+		}
+	}
+	return out.String()
 }
 
 func fmtNum(v float64) string {
