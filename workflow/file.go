@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -407,6 +408,37 @@ func position(body ast.Node, p string) (line, col int) {
 }
 
 func yamlError(source string, err error) error {
-	msg := yaml.FormatError(err, false, true)
+	msg := goTypeError.ReplaceAllStringFunc(yaml.FormatError(err, false, true), plainTypeError)
 	return &ValidationError{Source: source, Problems: []Problem{{Message: strings.TrimSpace(msg)}}}
+}
+
+// goTypeError matches the decoder's message for a value of the wrong
+// kind, which names Go's types and the loader's internal struct fields
+// ("cannot unmarshal string into Go struct field fileWorkflow.States of
+// type bool"): plainTypeError says it in the file's terms.
+var goTypeError = regexp.MustCompile(`cannot unmarshal (\[\]interface \{\}|map\[[^\]]*\]interface \{\}|\S+) into Go (?:struct field \S+ of type|value of type) (\S+)`)
+
+func plainTypeError(m string) string {
+	sub := goTypeError.FindStringSubmatch(m)
+	want := map[string]string{"bool": "true or false", "string": "a string", "int": "a whole number", "int64": "a whole number",
+		"float64": "a number", "time.Duration": "a duration such as 10s or 2d"}[strings.TrimPrefix(sub[2], "*")]
+	switch {
+	case want != "":
+	case strings.HasPrefix(sub[2], "[]"):
+		want = "a list"
+	default:
+		want = "a mapping (key: value)"
+	}
+	got := map[string]string{"string": "a string", "bool": "true or false", "int": "a number", "uint": "a number", "float": "a number",
+		"float64": "a number", "int64": "a number", "uint64": "a number"}[sub[1]]
+	switch {
+	case got != "":
+	case strings.HasPrefix(sub[1], "[]"):
+		got = "a list"
+	case strings.HasPrefix(sub[1], "map"):
+		got = "a mapping"
+	default:
+		got = sub[1]
+	}
+	return "expected " + want + " here, not " + got
 }

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,27 @@ func TestRetryCountsAndTiming(t *testing.T) {
 	var none *workflow.RetryPolicy
 	if _, again := none.Next(1, nil); again {
 		t.Error("a task without a retry policy is retried")
+	}
+}
+
+// A value of the wrong kind in a file is named in the file's terms, with
+// its position, never with the loader's Go types.
+func TestFileTypeErrorsInPlainWords(t *testing.T) {
+	for from, want := range map[string]string{
+		"jitter: true":    `jitter: "yes"`,
+		"max_attempts: 5": `max_attempts: "five"`,
+		"backoff: 2s":     `backoff: [2]`,
+	} {
+		_, err := workflow.Load("flaky.yaml", []byte(strings.Replace(retryYAML, from, want, 1)), nil)
+		if err == nil {
+			t.Errorf("%s: loaded", want)
+			continue
+		}
+		msg := err.Error()
+		wantMsg := map[string]string{`jitter: "yes"`: "expected true or false here, not a string", `max_attempts: "five"`: "expected a whole number here, not a string",
+			`backoff: [2]`: "expected a string here, not a list"}[want]
+		if !strings.Contains(msg, wantMsg) || strings.Contains(msg, "Go struct") || !regexp.MustCompile(`\[\d+:\d+\]`).MatchString(msg) {
+			t.Errorf("%s: %q, want %q with its position and no Go types", want, msg, wantMsg)
+		}
 	}
 }
