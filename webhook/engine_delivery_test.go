@@ -572,15 +572,16 @@ func TestWebhookLoopDrainsABusyRunWithoutWaiting(t *testing.T) {
 	})
 }
 
-// heldRecords is a store whose RecordAttempt waits until gate is closed.
+// heldRecords is a store whose records of attempts (RecordAttempts, the
+// one the engine calls) wait until gate is closed.
 type heldRecords struct {
 	store.Store
 	gate chan struct{}
 }
 
-func (s heldRecords) RecordAttempt(ctx context.Context, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
+func (s heldRecords) RecordAttempts(ctx context.Context, owner string, rs []store.AttemptRecord) ([]error, error) {
 	<-s.gate
-	return s.Store.RecordAttempt(ctx, id, owner, a, status, nextAt)
+	return s.Store.RecordAttempts(ctx, owner, rs)
 }
 
 // PerSubscription bounds the requests to a receiver, not the records of
