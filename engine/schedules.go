@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"time"
 
@@ -172,14 +171,13 @@ func (e *Engine) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedu
 
 // sameSchedule returns the id of a stored schedule (from the API or a
 // file) that is the same as the one of workflow wf on ws with data: the
-// same cron fields, time zone and data, as workflow.Schedule.Key compares
-// them ("" when there is none).
+// same workflow.Schedule key, as a file's schedules are compared ("" when
+// there is none).
 func (e *Engine) sameSchedule(ctx context.Context, wf string, ws *workflow.Schedule, data json.RawMessage) (string, error) {
-	var want any
-	if err := json.Unmarshal(data, &want); err != nil {
-		return "", internal("could not read the schedule's data", err)
+	want, err := scheduleKeyOf(wf, ws, data)
+	if err != nil {
+		return "", internal("could not key the schedule", err)
 	}
-	fields := strings.Join(strings.Fields(ws.Cron), " ")
 	after := ""
 	for {
 		ss, err := e.store.ListSchedules(ctx, after, 256)
@@ -187,22 +185,14 @@ func (e *Engine) sameSchedule(ctx context.Context, wf string, ws *workflow.Sched
 			return "", internal("could not read the schedules", err)
 		}
 		for _, s := range ss {
-			if s.WorkflowID != wf || strings.Join(strings.Fields(s.Cron), " ") != fields {
+			if s.WorkflowID != wf {
 				continue
 			}
 			other, _, err := compiled(s.Cron, s.Timezone)
-			if err != nil || other.Location().String() != ws.Location().String() {
+			if err != nil {
 				continue
 			}
-			var got any
-			if len(s.Data) > 0 {
-				if err := json.Unmarshal(s.Data, &got); err != nil {
-					continue
-				}
-			} else {
-				got = map[string]any{}
-			}
-			if reflect.DeepEqual(got, want) {
+			if key, err := scheduleKeyOf(s.WorkflowID, other, s.Data); err == nil && key == want {
 				return s.ID, nil
 			}
 		}
@@ -211,6 +201,20 @@ func (e *Engine) sameSchedule(ctx context.Context, wf string, ws *workflow.Sched
 		}
 		after = ss[len(ss)-1].ID
 	}
+}
+
+// scheduleKeyOf is ws's key (workflow.Schedule.KeyFor) with data, a
+// stored schedule's JSON data.
+func scheduleKeyOf(wf string, ws *workflow.Schedule, data json.RawMessage) (string, error) {
+	d, err := decodeData(data)
+	if err != nil {
+		return "", err
+	}
+	ws.Data = d
+	if len(d) == 0 {
+		ws.Data = nil // no data and {} start the same runs
+	}
+	return ws.KeyFor(wf)
 }
 
 // GetSchedule returns the stored schedule id; ENotFound when there is

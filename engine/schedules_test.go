@@ -368,6 +368,11 @@ func TestScheduleAPI(t *testing.T) {
 		if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), s.ID) {
 			t.Fatalf("a duplicate schedule: %v, want EConflict naming %s", err, s.ID)
 		}
+		// The file's schedule again through the API: refused, naming it.
+		_, err = r.eng.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "*/5 * * * *", Timezone: "Europe/Berlin", Data: map[string]any{"kind": "weekly"}})
+		if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), r.key()) {
+			t.Fatalf("the file's schedule through the API: %v, want EConflict naming %s", err, r.key())
+		}
 		other, err := r.eng.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "0 * * * *", Data: map[string]any{"n": 2}})
 		if err != nil {
 			t.Fatalf("the same cron with other data: %v", err)

@@ -41,6 +41,12 @@ type Schedule struct {
 // new schedule. Set by validation ("" before).
 func (s *Schedule) Key() string { return s.key }
 
+// KeyFor returns the Key the schedule would have in workflow id's file:
+// two schedules are the same (one would start the same runs as the
+// other) exactly when their keys are equal. Check it first (the zone
+// counts).
+func (s *Schedule) KeyFor(id string) (string, error) { return scheduleKey(id, s) }
+
 // scheduleKey computes Key for the schedule of workflow id.
 func scheduleKey(id string, s *Schedule) (string, error) {
 	raw, err := json.Marshal(map[string]any{"workflow_id": id, "cron": strings.Join(strings.Fields(s.Cron), " "), "timezone": s.Location().String(), "data": s.Data})
