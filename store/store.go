@@ -425,11 +425,14 @@ type RunStore interface {
 	// once CommitRun has returned, c may be applied whatever ctx says, and
 	// Wait tells.
 	//
-	// Commits are applied in the order of the CommitRun calls that made
-	// them (one that returned before another began is applied first). So a
-	// caller may commit a run's next change, expecting the version c
-	// creates, before c is durable: if c fails, that one fails with
-	// ErrConflict. Until Wait returns, reads of the run may show it before
+	// A run's commits are applied in the order of the CommitRun calls that
+	// made them (one that returned before another began is applied
+	// first). So a caller may commit a run's next change, expecting the
+	// version c creates, before c is durable: if c fails, that one fails
+	// with ErrConflict. Commits of different runs may be applied in
+	// another order than their calls' unless one's Wait returned before
+	// the other's call began (a backend may commit disjoint runs in
+	// parallel). Until Wait returns, reads of the run may show it before
 	// or after c; once Wait has returned nil, they show c or a later change.
 	CommitRun(ctx context.Context, expected int64, c Commit) Pending
 

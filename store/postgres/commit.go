@@ -34,11 +34,18 @@ import (
 // batch was sent) fails every member with it: retrying could apply a
 // commit twice.
 //
-// Only one group is in flight at a time, and a group's members are applied
-// in the order of their CommitRun calls (sorted stably by run id, which
-// keeps each run's commits in order and makes two replicas' groups lock
-// their rows in the same order), so commits are applied in call order as
-// store.RunStore requires.
+// Commits are spread over Options.CommitLanes lanes by their run's id, so
+// every commit of a run takes the same lane. Each lane has its own queue
+// and committer, and one group in flight at a time on its own connection:
+// groups of different lanes, holding disjoint runs, are executed by the
+// server at the same time (one server process each), while a lane's
+// groups, and in them its members, are applied in the order of their
+// CommitRun calls (sorted stably by run id, which keeps each run's commits
+// in order and makes two groups lock their rows in the same order). So a
+// run's commits are applied in call order, as store.RunStore requires;
+// commits of different runs that were queued together may be applied in
+// either order (a commit whose Wait returned is applied before one queued
+// after that).
 
 // MaxBatch bounds how many commits share one transaction.
 const MaxBatch = 128
@@ -58,7 +65,46 @@ func (r *commitReq) size() int {
 	return len(r.c.Run.Data) + len(r.c.Event.Data) + len(r.c.Event.Patch) + 512
 }
 
-// committer holds the group-commit queue of a Store.
+// lanes holds a Store's commit lanes (see Options.CommitLanes).
+type lanes []*committer
+
+// DefaultCommitLanes is the number of commit lanes when Options.CommitLanes
+// is 0 and the pool has room for them: each lane holds a connection while
+// its group is in flight, and the rest of the pool is left to reads.
+const DefaultCommitLanes = 2
+
+// laneCount is the number of lanes for opts on a pool of maxConns
+// connections: opts.CommitLanes, else DefaultCommitLanes if it leaves at
+// least half the pool to the rest, else 1.
+func laneCount(opts Options, maxConns int32) int {
+	if opts.CommitLanes > 0 {
+		return opts.CommitLanes
+	}
+	return max(1, min(DefaultCommitLanes, int(maxConns/2)))
+}
+
+func newLanes(n int) lanes {
+	ls := make(lanes, n)
+	for i := range ls {
+		ls[i] = newCommitter()
+	}
+	return ls
+}
+
+// of returns the lane of run id's commits (FNV-1a of the id).
+func (ls lanes) of(id string) *committer {
+	if len(ls) == 1 {
+		return ls[0]
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return ls[h%uint32(len(ls))]
+}
+
+// committer holds the group-commit queue of one lane of a Store.
 type committer struct {
 	reqs    chan *commitReq
 	stop    chan struct{} // closed by Close: drain and return
@@ -89,12 +135,12 @@ func newCommitter() *committer {
 var errClosed = errors.New("postgres: store is closed")
 
 // CommitRun implements store.RunStore. It queues the commit for the
-// committer and returns; the Pending settles once the group holding the
-// commit is durable (one transaction, one round trip for the group).
-// Commits queued one after the other are applied in that order, so a
-// caller may queue a run's next commit (expecting the version this one
-// creates) before this one is durable: if this one fails, the next fails
-// with store.ErrConflict.
+// committer of its run's lane and returns; the Pending settles once the
+// group holding the commit is durable (one transaction, one round trip
+// for the group). A run's commits queued one after the other are applied
+// in that order, so a caller may queue a run's next commit (expecting the
+// version this one creates) before this one is durable: if this one
+// fails, the next fails with store.ErrConflict.
 func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) store.Pending {
 	if err := checkCommit(c); err != nil {
 		return store.Settled(err)
@@ -108,7 +154,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	if err := store.PrepareOutbox(&c); err != nil {
 		return store.Settled(err)
 	}
-	q := s.commits
+	q := s.commits.of(c.Run.ID)
 	req := &commitReq{expected: expected, c: c, err: make(chan error, 1)}
 	q.mu.RLock()
 	defer q.mu.RUnlock()
@@ -124,9 +170,15 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 	return store.Later(req.err)
 }
 
-// runCommitter is the committer goroutine.
-func (s *Store) runCommitter() {
-	q := s.commits
+// startCommitters starts the committer goroutine of every lane.
+func (s *Store) startCommitters() {
+	for _, q := range s.commits {
+		go s.runCommitter(q)
+	}
+}
+
+// runCommitter is the committer goroutine of lane q.
+func (s *Store) runCommitter(q *committer) {
 	defer close(q.stopped)
 	for {
 		var first *commitReq
@@ -136,7 +188,7 @@ func (s *Store) runCommitter() {
 			for { // drain what was queued before Close
 				select {
 				case r := <-q.reqs:
-					s.commitGroup([]*commitReq{r})
+					s.commitGroup(q, []*commitReq{r})
 				default:
 					return
 				}
@@ -157,32 +209,35 @@ func (s *Store) runCommitter() {
 				break fill
 			}
 		}
-		s.commitGroup(group)
+		s.commitGroup(q, group)
 	}
 }
 
 // closeCommitter stops taking commits, commits what was queued and waits
 // for the committer to return.
 func (s *Store) closeCommitter() {
-	q := s.commits
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.stop)
+	for _, q := range s.commits {
+		q.mu.Lock()
+		if !q.closed {
+			q.closed = true
+			close(q.stop)
+		}
+		q.mu.Unlock()
 	}
-	q.mu.Unlock()
-	<-q.stopped
+	for _, q := range s.commits {
+		<-q.stopped
+	}
 }
 
-// commitGroup commits group as one batch and answers each member.
-func (s *Store) commitGroup(group []*commitReq) {
+// commitGroup commits group, of lane q, as one batch and answers each member.
+func (s *Store) commitGroup(q *committer, group []*commitReq) {
 	for i, r := range group {
 		r.seq = i
 	}
 	sort.SliceStable(group, func(i, j int) bool { return group[i].c.Run.ID < group[j].c.Run.ID })
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	results, err := s.sendGroup(ctx, group)
+	results, err := s.sendGroup(ctx, q, group)
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
@@ -195,7 +250,7 @@ func (s *Store) commitGroup(group []*commitReq) {
 		// Commit each member alone, in call order.
 		sort.SliceStable(group, func(i, j int) bool { return group[i].seq < group[j].seq })
 		for _, r := range group {
-			s.commits.solo.Add(1)
+			q.solo.Add(1)
 			r.err <- s.commitRun(ctx, r.expected, r.c)
 		}
 	default:
@@ -218,14 +273,14 @@ func severity(pe *pgconn.PgError) string {
 // sendGroup sends group's statements as one batch (one implicit
 // transaction) and returns each member's outcome: nil, or its run's
 // ErrConflict or ErrNotFound. err is the batch's own failure.
-func (s *Store) sendGroup(ctx context.Context, group []*commitReq) (results []error, err error) {
+func (s *Store) sendGroup(ctx context.Context, q *committer, group []*commitReq) (results []error, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire a connection: %w", err)
 	}
 	defer conn.Release()
-	s.commits.groups.Add(1)
-	s.commits.grouped.Add(int64(len(group)))
+	q.groups.Add(1)
+	q.grouped.Add(int64(len(group)))
 	b := &pgx.Batch{}
 	for _, r := range group {
 		sql, args := commitStatement(r.expected, r.c)
@@ -430,21 +485,30 @@ type CommitStats struct {
 	Groups, Commits, Solo int64
 }
 
-// CommitStats returns the group-commit counters.
+// CommitStats returns the group-commit counters, summed over the lanes.
 func (s *Store) CommitStats() CommitStats {
-	q := s.commits
-	return CommitStats{Groups: q.groups.Load(), Commits: q.grouped.Load(), Solo: q.solo.Load()}
+	var st CommitStats
+	for _, q := range s.commits {
+		st.Groups += q.groups.Load()
+		st.Commits += q.grouped.Load()
+		st.Solo += q.solo.Load()
+	}
+	return st
 }
 
-// holdCommits makes the committer wait, after the next group's first
-// commit arrives, until release is called (tests only).
+// holdCommits makes every lane's committer wait, after its next group's
+// first commit arrives, until release is called (tests only).
 func (s *Store) holdCommits() (release func()) {
 	ch := make(chan struct{})
-	s.commits.hold.Store(&ch)
+	for _, q := range s.commits {
+		q.hold.Store(&ch)
+	}
 	var once atomic.Bool
 	return func() {
 		if once.CompareAndSwap(false, true) {
-			s.commits.hold.Store(nil)
+			for _, q := range s.commits {
+				q.hold.Store(nil)
+			}
 			close(ch)
 		}
 	}

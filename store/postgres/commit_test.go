@@ -11,6 +11,10 @@ import (
 	"github.com/asmp-dev/asmp/store/storetest"
 )
 
+// oneLane is the options of a store with one commit lane, whose commits
+// all share one queue (the tests of grouping count its groups).
+func oneLane() *postgres.Options { return &postgres.Options{CommitLanes: 1} }
+
 // createRuns creates runs id-0 … id-(n-1) at version 1.
 func createRuns(t *testing.T, s *postgres.Store, prefix string, n int) []store.Run {
 	t.Helper()
@@ -55,7 +59,7 @@ func TestGroupCommitSharesARoundTrip(t *testing.T) {
 	u := testURL(t)
 	schema := freshSchema(t, u)
 	app := "asmp-test-" + schema
-	a := open(t, u, schema, nil)
+	a := open(t, u, schema, oneLane())
 	b := open(t, withApp(t, u, app), schema, nil)
 	ch := listen(t, b)
 	waitListening(t, u, app+" listen")
@@ -115,7 +119,7 @@ func TestGroupCommitSharesARoundTrip(t *testing.T) {
 func TestGroupCommitMemberFailures(t *testing.T) {
 	u := testURL(t)
 	schema := freshSchema(t, u)
-	a := open(t, u, schema, nil)
+	a := open(t, u, schema, oneLane())
 	ctx := t.Context()
 
 	t.Run("conflict", func(t *testing.T) {
@@ -220,5 +224,40 @@ func TestCommitAfterClose(t *testing.T) {
 	b := open(t, u, schema, nil)
 	for _, r := range runs {
 		checkStored(t, b, r.ID, 2, "go")
+	}
+}
+
+// With several commit lanes, each run's queued commits still apply in call
+// order (they all take its lane), every commit is applied, and the lanes'
+// groups are in flight at once: held, each lane has taken a group, so the
+// commits arrive in more than one group.
+func TestCommitLanesKeepEachRunsOrder(t *testing.T) {
+	u := testURL(t)
+	schema := freshSchema(t, u)
+	a := open(t, u, schema, &postgres.Options{CommitLanes: 4, MaxConns: 8})
+	const runs, steps = 32, 6
+	rs := createRuns(t, a, "lane", runs)
+	before := a.CommitStats()
+	release := postgres.HoldCommits(a)
+	var pend []store.Pending
+	for i := range rs {
+		r := rs[i]
+		for k := range steps {
+			c := storetest.Next(r, fmt.Sprintf("s%d", k), fmt.Sprintf("S%d", k), `{}`)
+			pend = append(pend, a.CommitRun(t.Context(), r.Version, c))
+			r = c.Run
+		}
+	}
+	release()
+	for i, p := range pend {
+		if err := p.Wait(); err != nil {
+			t.Fatalf("commit %d (run %d, step %d): %v", i, i/steps, i%steps, err)
+		}
+	}
+	for _, r := range rs {
+		checkStored(t, a, r.ID, 1+steps, fmt.Sprintf("s%d", steps-1))
+	}
+	if g := a.CommitStats().Groups - before.Groups; g < 2 {
+		t.Fatalf("%d commits over 4 lanes took %d group(s), want one per lane used", runs*steps, g)
 	}
 }

@@ -116,6 +116,12 @@ type Options struct {
 	// ListenPingInterval is how long Listen waits for a notification
 	// before it pings the server to detect a dead connection. 0 means 30s.
 	ListenPingInterval time.Duration
+
+	// CommitLanes is how many group commits may be in flight at once,
+	// each on its own connection, for disjoint runs: a run's commits all
+	// take one lane, chosen by its id (see CommitRun). 0 means
+	// DefaultCommitLanes, or 1 on a pool of fewer than 4 connections.
+	CommitLanes int
 }
 
 // Store is a PostgreSQL-backed store.Store; it also implements
@@ -130,7 +136,7 @@ type Store struct {
 	log       *slog.Logger
 	closing   context.Context // cancelled by Close; stops Listen
 	close     context.CancelFunc
-	commits   *committer // CommitRun's group-commit queue (commit.go)
+	commits   lanes // CommitRun's group-commit queues (commit.go)
 }
 
 var (
@@ -195,12 +201,12 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		log:       o.Logger,
 		closing:   closing,
 		close:     cancel,
-		commits:   newCommitter(),
+		commits:   newLanes(laneCount(o, cfg.MaxConns)),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	go s.runCommitter()
+	s.startCommitters()
 	return s, nil
 }
 
