@@ -161,11 +161,13 @@ type TimerOptions struct {
 	// firing leaves its timers to the others once the lease ends.
 	Lease time.Duration
 	// Batch is how many due timers one claim takes, and how many claimed
-	// timers may wait to fire at once (0 = 256): with a backlog the loop
+	// timers may wait to fire at once (0 = 1024): with a backlog the loop
 	// claims again once no more than half a batch is left to fire.
 	Batch int
-	// Concurrency is how many timers fire at once (0 = 64): their
-	// transitions share the store's group commits.
+	// Concurrency is how many timers fire at once (0 = 256): their
+	// transitions share the store's group commits, so more at once make
+	// larger groups (on Postgres, 64 at once fired 10,000 timers in about
+	// twice the time 256 did).
 	Concurrency int
 	// Poll bounds the wait for timers stored by other processes (0 = 1s);
 	// timers stored by this process wake the loop when they are due.
@@ -447,10 +449,10 @@ func timerDefaults(opts *TimerOptions) TimerOptions {
 		o.Lease = DefaultLease
 	}
 	if o.Batch <= 0 {
-		o.Batch = 256
+		o.Batch = 1024
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 64
+		o.Concurrency = 256
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second
