@@ -208,6 +208,13 @@ func TestScheduleKey(t *testing.T) {
   - {cron: "@daily", data: {kind: second}}`, 1)), nil); err != nil {
 		t.Errorf("two schedules with different data: %v", err)
 	}
+	// Two schedules that differ only in unknown time zones are each wrong
+	// for their zone, not the same schedule (an unknown zone is not UTC).
+	_, err := workflow.Load("report.yaml", []byte(strings.Replace(scheduleYAML, `  - {cron: "@daily"}`, `  - {cron: "@daily", timezone: Mars/Olympus}
+  - {cron: "@daily", timezone: Moon/Tycho}`, 1)), nil)
+	if err == nil || !strings.Contains(err.Error(), "Moon/Tycho") || strings.Contains(err.Error(), "the same as") {
+		t.Errorf("two schedules in two unknown zones: %v, want each zone refused and no duplicate", err)
+	}
 }
 
 // ticks returns n ticks of s after from, as wall-clock times in s's zone.

@@ -146,8 +146,9 @@ func (v *validator) schedules() {
 	seen := map[string]int{}
 	for i, s := range v.def.Schedules {
 		p := fmt.Sprintf("schedules[%d]", i)
-		if field, err := s.compile(); err != nil {
-			v.errf(p+"."+field, "%v", err)
+		field, cerr := s.compile()
+		if cerr != nil {
+			v.errf(p+"."+field, "%v", cerr)
 		}
 		data, err := jsonObject(s.Data)
 		if err != nil {
@@ -159,6 +160,9 @@ func (v *validator) schedules() {
 		if err != nil {
 			v.errf(p+".data", "data must be JSON values: %s", oneLine(err.Error()))
 			continue
+		}
+		if cerr != nil {
+			continue // its key holds what did not compile (an unknown zone counts as UTC): not compared
 		}
 		if j, dup := seen[key]; dup {
 			v.errf(p, "schedule is the same as schedules[%d] (cron, timezone and data); to start two runs a tick, give them different data", j)
