@@ -63,3 +63,51 @@ func TestWebhookLoopSlowReceiverHoldsUpOnlyItsOwn(t *testing.T) {
 		loop.Stop()
 	})
 }
+
+// A receiver that answered nothing yet took the room of the deliveries
+// claimed while it did not look slow (they wait for its slots); once it
+// counts as slow, all but its share of those are given back (trim), so
+// the room they held goes to the other subscriptions again, which would
+// otherwise wait for the dead receiver's requests to end.
+func TestWebhookLoopGivesBackTheRoomASlowReceiverHeld(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+		release := make(chan struct{})
+		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer hang.Close()
+		if _, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: hang.URL + "/dead", Events: []string{"run.created", "run.state_changed"}}); err != nil {
+			t.Fatal(err)
+		}
+		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
+		const runs = 20
+		for range runs {
+			run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.move(t, run.ID, "submit", "tick")
+		}
+		// Room for 8: the dead receiver's 2 in flight and its waiting
+		// ones soon take all of it.
+		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: 50 * time.Millisecond, Concurrency: 8, PerSubscription: 2})
+		defer func() { close(release); loop.Stop() }()
+		// The loop polls by the engine's clock, which moves here as the
+		// wall clock does; a subscription is slow after a second without
+		// an answer (wall time). The deadline is before the sender's
+		// timeout (5 s) ends the dead receiver's requests, which would
+		// free its slots without the room given back.
+		for deadline := time.Now().Add(4 * time.Second); len(h.rc.received()) < 3*runs; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d messages reached the live receiver: the dead one kept the room", len(h.rc.received()), 3*runs)
+			}
+			time.Sleep(20 * time.Millisecond)
+			h.clock.Advance(20 * time.Millisecond)
+		}
+	})
+}
