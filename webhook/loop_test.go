@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,6 +109,118 @@ func TestWebhookLoopGivesBackTheRoomASlowReceiverHeld(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 			h.clock.Advance(20 * time.Millisecond)
+		}
+	})
+}
+
+// A delivery claimed again while it is still this loop's (in flight, or
+// waiting for its subscription's slot, when its lease ended meanwhile) is
+// not sent a second time: each message reaches the receiver once.
+func TestWebhookLoopSendsAReclaimedDeliveryOnce(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		fc := clock.NewFake(hookT0)
+		h := newHookRig(t, st, fc, newHookReceiver(t))
+		gate := make(chan struct{})
+		var mu sync.Mutex
+		seen := map[string]int{}
+		held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[r.Header.Get("webhook-id")]++
+			mu.Unlock()
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+		}))
+		defer held.Close()
+		sub, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: held.URL + "/held", Events: []string{"run.created"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const runs = 3
+		for range runs {
+			if _, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// One slot: the first message is in flight (held), the others wait.
+		const lease = 2 * time.Second
+		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: 100 * time.Millisecond, Lease: lease, PerSubscription: 1})
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				close(gate)
+				loop.Stop()
+			}
+		}
+		defer stop()
+		leases := func() (n int, until time.Time) {
+			page, err := h.eng.WebhookDeliveries(context.Background(), sub.ID, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range page.Deliveries {
+				got, err := st.GetDelivery(context.Background(), sub.ID, d.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Owner == "test" {
+					n++
+					if until.IsZero() || got.LeaseUntil.Before(until) {
+						until = got.LeaseUntil
+					}
+				}
+			}
+			return n, until
+		}
+		waitFor := func(what string, ok func() bool) {
+			for deadline := time.Now().Add(10 * time.Second); !ok(); {
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out waiting for %s", what)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		waitFor("the three messages claimed", func() bool { n, _ := leases(); return n == runs })
+		// Their leases end while they are still this loop's: the next
+		// claim returns all three again.
+		_, first := leases()
+		fc.Advance(lease + time.Second)
+		waitFor("the three messages claimed again", func() bool {
+			fc.Advance(10 * time.Millisecond) // the loop may have set its timer after the jump
+			n, until := leases()
+			return n == runs && until.After(first)
+		})
+		// Open the gate and let the loop send what it holds: once all
+		// three are recorded delivered, a second sending of one would
+		// have started (a slot is taken at the answer, before its record).
+		close(gate)
+		waitFor("the three messages delivered", func() bool {
+			page, err := h.eng.WebhookDeliveries(context.Background(), sub.ID, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, d := range page.Deliveries {
+				if d.Status == "delivered" {
+					n++
+				}
+			}
+			return n == runs
+		})
+		loop.Stop() // waits for the requests in flight
+		stopped = true
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) != runs {
+			t.Fatalf("%d messages reached the receiver, want %d: %v", len(seen), runs, seen)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("message %s sent %d times, want once", id, n)
+			}
 		}
 	})
 }
