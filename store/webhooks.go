@@ -278,7 +278,8 @@ func SortDeliveries(ds []Delivery) {
 //
 // DeleteRun keeps a run's deliveries: each carries its message whole
 // (Body), so one still pending is delivered, and the delivered ones stay
-// as the subscription's record. DeleteSubscription removes a
+// as the subscription's record (until PruneDeliveries deletes them).
+// DeleteSubscription removes a
 // subscription's deliveries and their attempts. A commit's delivery for a
 // subscription that is not stored (deleted after the engine read it) is
 // not stored: it is dropped, and the commit goes on.
