@@ -113,6 +113,12 @@ type Config struct {
 	// WebhookRetry is when a failed webhook message is tried again (the
 	// zero Schedule: 5 s … 1 h with jitter, given up after 24 h).
 	WebhookRetry webhook.Schedule
+	// WebhookRetention deletes settled webhook deliveries (delivered, or
+	// failed after their last attempt) with their attempts once their
+	// last attempt is this old; pending ones are never deleted. 0 keeps
+	// every delivery (asmp serve's --webhook-retention defaults to 7
+	// days).
+	WebhookRetention time.Duration
 	// WebhookTLS configures the https connections to webhook receivers
 	// (nil: the system's roots; tests trust their own receiver).
 	WebhookTLS *tls.Config
@@ -269,6 +275,8 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("asmpd: MaxRunData %d: use a size in bytes, or 0 for MaxBody", cfg.MaxRunData)
 	case cfg.Retention < 0:
 		return fmt.Errorf("asmpd: Retention %s: use a positive duration, or 0 to keep every run", cfg.Retention)
+	case cfg.WebhookRetention < 0:
+		return fmt.Errorf("asmpd: WebhookRetention %s: use a positive duration, or 0 to keep every webhook delivery", cfg.WebhookRetention)
 	case cfg.RateLimit < 0:
 		return fmt.Errorf("asmpd: RateLimit %v: use requests per second, or 0 for none", cfg.RateLimit)
 	}
@@ -413,6 +421,15 @@ func (d *Server) Run(ctx context.Context) error {
 				return
 			}
 			d.log.Info("retention: deleted ended runs", "runs", n, "unchanged_for", keep)
+		})
+	}
+	if keep := d.cfg.WebhookRetention; keep > 0 {
+		go eng.KeepDeliveries(bg, keep, engine.DeliveryRetentionInterval(keep), func(n int, err error) {
+			if err != nil {
+				d.log.Error("retention: pruning settled webhook deliveries failed", "err", err)
+				return
+			}
+			d.log.Info("retention: deleted settled webhook deliveries", "deliveries", n, "settled_for", keep)
 		})
 	}
 	errc := make(chan error, 1)

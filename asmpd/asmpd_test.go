@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/asmp-dev/asmp/asmpd"
 	"github.com/asmp-dev/asmp/auth"
@@ -121,5 +122,17 @@ func TestExampleRowsOnlyWithTheExamples(t *testing.T) {
 	ex := open(t, asmpd.Config{})
 	if n, err := ex.Ledger().Size(t.Context()); err != nil || n == 0 {
 		t.Fatalf("the examples: ledger size %d, %v; want their rows", n, err)
+	}
+}
+
+// A negative retention, of runs or of webhook deliveries, is refused
+// before anything is opened, with the way to keep everything.
+func TestNegativeRetentionsRefused(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []asmpd.Config{{Retention: -time.Second}, {WebhookRetention: -time.Second}} {
+		cfg.Addr, cfg.DB = "127.0.0.1:0", ":memory:"
+		if _, err := asmpd.Open(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "or 0 to keep every") {
+			t.Errorf("Open with %+v = %v, want it refused", cfg, err)
+		}
 	}
 }

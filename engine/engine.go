@@ -176,6 +176,10 @@ type Engine struct {
 	webhooks     *webhook.Sender
 	subs         atomic.Pointer[subscriptions] // the active webhook subscriptions
 	deliveryLoop atomic.Pointer[DeliveryLoop]  // told of stored deliveries (StartDeliveries)
+	// deliveryKeep is the retention of settled deliveries while
+	// KeepDeliveries runs (nanoseconds; 0: none here), for the hint of a
+	// delivery that is not stored.
+	deliveryKeep atomic.Int64
 }
 
 func (e *Engine) setWake(f func()) {

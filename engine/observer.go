@@ -22,6 +22,16 @@ type Observer interface {
 	Pruned(workflowID, runID string)
 }
 
+// DeliveryObserver is an Observer that also hears of the webhook
+// deliveries retention deleted. The engine asks each Observer whether it
+// is one, so that an Observer written before delivery retention existed
+// goes on compiling and working.
+type DeliveryObserver interface {
+	// DeliveriesPruned reports that retention (PruneDeliveries) deleted
+	// n settled webhook deliveries, with their attempts.
+	DeliveriesPruned(n int)
+}
+
 // Observe adds o to the observers of e; nil adds none. It is safe to call
 // while the engine runs: o hears of what happens from then on.
 func (e *Engine) Observe(o Observer) {
@@ -57,6 +67,16 @@ func (o *observers) pruned(workflowID, runID string) {
 	if l := o.list.Load(); l != nil {
 		for _, ob := range *l {
 			ob.Pruned(workflowID, runID)
+		}
+	}
+}
+
+func (o *observers) deliveriesPruned(n int) {
+	if l := o.list.Load(); l != nil {
+		for _, ob := range *l {
+			if d, ok := ob.(DeliveryObserver); ok {
+				d.DeliveriesPruned(n)
+			}
 		}
 	}
 }

@@ -89,3 +89,66 @@ func (e *Engine) KeepRuns(ctx context.Context, keep, interval time.Duration, log
 		}
 	}
 }
+
+// DeliveryPruneBatch is how many settled webhook deliveries one store
+// call of PruneDeliveries deletes at most, so that no call holds the
+// store's writer for long (SQLite's writer is the store's one; other
+// commits queue behind it).
+const DeliveryPruneBatch = 1000
+
+// PruneDeliveries deletes the settled webhook deliveries (delivered, or
+// failed: given up after their last attempt) whose last attempt was made
+// before before, with their attempts, in batches of DeliveryPruneBatch
+// until none is left, and returns how many it deleted. Pending
+// deliveries, those due, waiting for a retry or in flight under a lease,
+// are never deleted, however old (store.WebhookStore.PruneDeliveries). A
+// failed delivery pruned can no longer be redelivered.
+func (e *Engine) PruneDeliveries(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	for {
+		k, err := e.store.PruneDeliveries(ctx, before, DeliveryPruneBatch)
+		if k > 0 {
+			n += k
+			e.obs.deliveriesPruned(k)
+		}
+		if err != nil {
+			return n, internal("could not prune webhook deliveries", err)
+		}
+		if k < DeliveryPruneBatch || ctx.Err() != nil {
+			return n, nil
+		}
+	}
+}
+
+// KeepDeliveries prunes, every interval (by the engine's clock) until ctx
+// ends, the settled webhook deliveries whose last attempt is older than
+// keep (see PruneDeliveries), the first time at once; it reports each
+// round that deleted some, or failed, to logf when that is not nil. It
+// returns when ctx ends. While it runs, the answer for a delivery that is
+// not stored names keep.
+func (e *Engine) KeepDeliveries(ctx context.Context, keep, interval time.Duration, logf func(pruned int, err error)) {
+	e.deliveryKeep.Store(int64(keep))
+	defer e.deliveryKeep.CompareAndSwap(int64(keep), 0)
+	for {
+		n, err := e.PruneDeliveries(ctx, e.clock.Now().Add(-keep))
+		if logf != nil && (n > 0 || err != nil) && ctx.Err() == nil {
+			logf(n, err)
+		}
+		t := e.clock.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// DeliveryRetentionInterval is how often a server that keeps settled
+// webhook deliveries for keep prunes them: a quarter of keep, at least
+// 100ms and at most 10 minutes (with the default 7 days, every 10
+// minutes), so that a delivery is deleted at most a quarter of keep (or
+// 10 minutes) after it fell out of the retention.
+func DeliveryRetentionInterval(keep time.Duration) time.Duration {
+	return min(max(keep/4, 100*time.Millisecond), 10*time.Minute)
+}

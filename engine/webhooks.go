@@ -464,12 +464,15 @@ func (e *Engine) WebhookDeliveries(ctx context.Context, id, after string, limit 
 func (e *Engine) WebhookDelivery(ctx context.Context, id, did string) (protocol.WebhookDelivery, error) {
 	d, err := e.store.GetDelivery(ctx, id, did)
 	if errors.Is(err, store.ErrNotFound) {
-		return protocol.WebhookDelivery{}, protocol.Errorf(protocol.ENotFound, "No delivery %q of webhook subscription %q: GET /webhooks/%s/deliveries lists them.", did, id, id)
+		return protocol.WebhookDelivery{}, e.noDelivery(id, did)
 	}
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not read the delivery", err)
 	}
 	hist, err := e.store.DeliveryAttempts(ctx, did)
+	if errors.Is(err, store.ErrNotFound) { // pruned since it was read
+		return protocol.WebhookDelivery{}, e.noDelivery(id, did)
+	}
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not read the attempts", err)
 	}
@@ -496,11 +499,35 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return protocol.WebhookDelivery{}, protocol.Errorf(protocol.ENotFound, "No delivery %q of webhook subscription %q: GET /webhooks/%s/deliveries lists them.", did, id, id)
+		return protocol.WebhookDelivery{}, e.noDelivery(id, did)
 	}
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not schedule the delivery", err)
 	}
 	e.wakeDeliveries()
 	return e.WebhookDelivery(ctx, id, did)
+}
+
+// noDelivery is the error for a delivery did of subscription id that is
+// not stored: it never was, or retention deleted it once settled (here,
+// with the retention this engine keeps, or by another replica).
+func (e *Engine) noDelivery(id, did string) error {
+	why := "webhook retention deleted it (settled deliveries are deleted once older than asmp serve --webhook-retention)"
+	if keep := time.Duration(e.deliveryKeep.Load()); keep > 0 {
+		why = "webhook retention deleted it (this server deletes deliveries settled more than " + spellDuration(keep) + " ago: asmp serve --webhook-retention)"
+	}
+	return protocol.Errorf(protocol.ENotFound, "No delivery %q of webhook subscription %q: it never existed, or %s. GET /webhooks/%s/deliveries lists the deliveries kept.", did, id, why, id)
+}
+
+// spellDuration spells d as hints do: 168h, 30m, 90s (not 168h0m0s).
+func spellDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
 }

@@ -64,6 +64,7 @@ func newMetrics(e *engine.Engine, ledgerSize func(context.Context) (int64, error
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.engine.transitions,
 		m.engine.pruned,
+		m.engine.deliveriesPruned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asmp_stream_subscribers", Help: "Open stream subscriptions in this process."},
 			func() float64 { return float64(e.Hub().Subscribers()) }),
 		storeGauge("asmp_task_queue_depth", "Background tasks not yet done (pending or running).", e.PendingTasks),

@@ -17,7 +17,10 @@ type observer struct {
 	metrics *engineMetrics // nil: metrics are off
 }
 
-var _ engine.Observer = (*observer)(nil)
+var (
+	_ engine.Observer         = (*observer)(nil)
+	_ engine.DeliveryObserver = (*observer)(nil)
+)
 
 // Committed counts the change in asmp_transitions_total.
 func (o *observer) Committed(workflowID, kind, action string) {
@@ -34,13 +37,23 @@ func (o *observer) Pruned(workflowID, runID string) {
 	}
 }
 
+// DeliveriesPruned counts the deliveries in
+// asmp_webhook_deliveries_pruned_total.
+func (o *observer) DeliveriesPruned(n int) {
+	if o.metrics != nil {
+		o.metrics.deliveriesPruned.Add(float64(n))
+	}
+}
+
 // engineMetrics are the collectors of what the engine reports.
 type engineMetrics struct {
 	// transitions counts committed run changes by workflow, event kind and action.
 	transitions *prometheus.CounterVec
 	// pruned counts runs deleted by retention.
-	pruned   prometheus.Counter
-	counters sync.Map // counterKey -> prometheus.Counter: no label hashing per commit
+	pruned prometheus.Counter
+	// deliveriesPruned counts webhook deliveries deleted by retention.
+	deliveriesPruned prometheus.Counter
+	counters         sync.Map // counterKey -> prometheus.Counter: no label hashing per commit
 }
 
 type counterKey struct{ workflow, kind, action string }
@@ -52,6 +65,9 @@ func newEngineMetrics() *engineMetrics {
 		}, []string{"workflow", "kind", "action"}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "asmp_runs_pruned_total", Help: "Ended runs deleted by retention, with their events and tasks.",
+		}),
+		deliveriesPruned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "asmp_webhook_deliveries_pruned_total", Help: "Settled webhook deliveries (delivered, failed) deleted by retention, with their attempts.",
 		}),
 	}
 }

@@ -209,6 +209,14 @@ func CheckDeliveryClaim(now time.Time, limit int, owner string, leaseUntil time.
 	return nil
 }
 
+// CheckPrune checks PruneDeliveries' arguments: a limit > 0.
+func CheckPrune(limit int) error {
+	if limit <= 0 {
+		return fmt.Errorf("store: prune deliveries: limit %d, want > 0", limit)
+	}
+	return nil
+}
+
 // CheckSubscription checks what PutSubscription stores: an ID and a URL.
 func CheckSubscription(sub Subscription) error {
 	if sub.ID == "" || sub.URL == "" {
@@ -255,11 +263,23 @@ func SortDeliveries(ds []Delivery) {
 // deliveries that are not due yet. memstore keeps only queue heads in its
 // heap, so it passes over none.
 //
+// # Retention
+//
+// PruneDeliveries deletes settled deliveries (delivered or failed) whose
+// settling, their last attempt (UpdatedAt), is older than a cut-off,
+// oldest first, with their attempts: an index on the settling time of the
+// settled deliveries in SQLite and Postgres, a heap in memstore, so a
+// prune costs the deliveries it deletes, not those stored. Pending
+// deliveries (due, waiting for a retry, or leased: a lease is only ever
+// held on a pending delivery, and RecordAttempt ends it) are never
+// deleted, so no queue loses the delivery that holds it back.
+//
 // # Runs and subscriptions
 //
 // DeleteRun keeps a run's deliveries: each carries its message whole
 // (Body), so one still pending is delivered, and the delivered ones stay
-// as the subscription's record. DeleteSubscription removes a
+// as the subscription's record (until PruneDeliveries deletes them).
+// DeleteSubscription removes a
 // subscription's deliveries and their attempts. A commit's delivery for a
 // subscription that is not stored (deleted after the engine read it) is
 // not stored: it is dropped, and the commit goes on.
@@ -356,4 +376,21 @@ type WebhookStore interface {
 	// a commit, a delivery for a subscription that is not stored is
 	// dropped. They take their place in their queues by (Seq, ID).
 	EnqueueDeliveries(ctx context.Context, runID string, seq int64, at time.Time, ds []Delivery) error
+
+	// PruneDeliveries deletes up to limit (> 0) settled deliveries
+	// (status delivered or failed) settled before before (their
+	// UpdatedAt, the time of their last attempt, earlier than before),
+	// oldest settled first (ties by ID), each with all its attempts in
+	// one atomic step, and returns how many it deleted. A pending
+	// delivery is never deleted, whatever its age: neither one due or
+	// waiting for a retry nor one under a lease (only pending deliveries
+	// are leased). A failed delivery goes like a delivered one: once
+	// pruned it can no longer be redelivered. A delivery redelivered
+	// meanwhile (pending again) stays. The remaining pending deliveries
+	// keep their order and claimability: a settled delivery holds back no
+	// queue. A call deletes fewer than limit when no more are settled
+	// before the cut-off (Postgres also passes over the rows another
+	// transaction is changing at that moment); the caller repeats it for
+	// the rest, so that no call holds the store's writer for long.
+	PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
 }

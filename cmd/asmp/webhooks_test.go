@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -171,5 +173,94 @@ func TestWebhookLoopbackNeedsAllow(t *testing.T) {
 	}
 	if n := rc.hungCount(); n != 0 {
 		t.Fatalf("the refused receiver was sent %d requests", n)
+	}
+}
+
+// --webhook-retention deletes a delivered message's delivery once its
+// last attempt is that old (GET answers 404 with a hint naming
+// retention), keeps one still pending (retried), logs the round and counts
+// the deletion in /metrics. The retention is tiny, so the loop's period
+// (a quarter of it, at least 100ms) is too: the test waits well under a
+// second.
+func TestWebhookRetentionPrunesSettledDeliveries(t *testing.T) {
+	var mu sync.Mutex
+	answered := 0
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		mu.Lock()
+		answered++
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(rc.Close)
+	p := serve(t, "--db", filepath.Join(t.TempDir(), "asmp.db"), "--webhook-allow", "127.0.0.1/32", "--webhook-retention", "200ms", "testdata/loop.yaml")
+	subscribe := func(path string) string {
+		t.Helper()
+		var sub protocol.WebhookSubscription
+		r := p.do("POST", "/webhooks", map[string]any{"url": rc.URL + path, "events": []string{"run.created"}})
+		if r.status != 201 || json.Unmarshal(r.body, &sub) != nil {
+			t.Fatalf("POST /webhooks: %d %s", r.status, r.body)
+		}
+		return sub.ID
+	}
+	ok, fail := subscribe("/ok"), subscribe("/fail")
+	frameOf(t, p.do("POST", "/runs", nil), 201)
+	// The deliveries are stored with the run: pending, until sent.
+	only := func(sub string) string {
+		t.Helper()
+		var l protocol.WebhookDeliveryList
+		if err := json.Unmarshal(p.do("GET", "/webhooks/"+sub+"/deliveries", nil).body, &l); err != nil || len(l.Deliveries) != 1 {
+			t.Fatalf("deliveries of %s: %+v, %v", sub, l, err)
+		}
+		return l.Deliveries[0].ID
+	}
+	okID, failID := only(ok), only(fail)
+
+	deadline := time.Now().Add(10 * time.Second)
+	var r response
+	for r = p.do("GET", "/webhooks/"+ok+"/deliveries/"+okID, nil); r.status != 404; r = p.do("GET", "/webhooks/"+ok+"/deliveries/"+okID, nil) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivered message's delivery was not pruned: %d %s\n%s", r.status, r.body, p.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h := errorOf(t, r, 404); !strings.Contains(h, "never existed") || !strings.Contains(h, "retention") {
+		t.Fatalf("the hint for a pruned delivery %q does not say it may have been removed by retention", h)
+	}
+	mu.Lock()
+	n := answered
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the receiver answered %d requests, want 1 before its delivery was pruned", n)
+	}
+	// Two more rounds at least (every 100ms): the failed attempt's
+	// delivery, pending until its retry in 5 s, stays.
+	time.Sleep(300 * time.Millisecond)
+	var d protocol.WebhookDelivery
+	if r := p.do("GET", "/webhooks/"+fail+"/deliveries/"+failID, nil); r.status != 200 || json.Unmarshal(r.body, &d) != nil || d.Status != "pending" || d.Attempts != 1 {
+		t.Fatalf("the pending delivery after retention rounds: %d %s", r.status, r.body)
+	}
+	if m := string(p.do("GET", "/metrics", nil).body); !strings.Contains(m, "asmp_webhook_deliveries_pruned_total 1\n") {
+		t.Fatalf("metrics lack the pruned delivery:\n%s", m)
+	}
+	if !strings.Contains(p.stderr.String(), "retention: deleted settled webhook deliveries") {
+		t.Fatalf("no retention log line:\n%s", p.stderr.String())
+	}
+}
+
+// --webhook-retention is documented in serve --help with its default of 7
+// days, and a negative one is refused with a hint naming the way to keep
+// everything.
+func TestWebhookRetentionFlag(t *testing.T) {
+	out, err := exec.Command(binary, "serve", "--help").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`--webhook-retention duration +delete settled webhook deliveries .*\(default 168h0m0s\)`).Match(out) {
+		t.Fatalf("serve --help: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", ":memory:", "--webhook-retention", "-1s").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--webhook-retention -1s") || !strings.Contains(string(out), "0 to keep every webhook delivery") {
+		t.Fatalf("a negative retention: %v\n%s", err, out)
 	}
 }

@@ -17,22 +17,31 @@ import (
 // by (Seq, ID); the ready heap holds only the head of each queue of an
 // enabled subscription, ordered by the time it becomes claimable (NextAt,
 // or the end of its lease while leased), so a claim pops the deliveries
-// it takes and passes over none.
+// it takes and passes over none. The settled heap holds the settled
+// deliveries by the time they settled (UpdatedAt), so retention
+// (PruneDeliveries) pops the ones it deletes and passes over none; it
+// leaves their ids in bySub as holes (gone counts them), removed in one
+// pass once they are half of a subscription's ids, so that deleting costs
+// O(1) per delivery, amortised, rather than a move of the ids after it.
 type webhooks struct {
 	subs     map[string]*store.Subscription
 	dels     map[string]*delRec
-	bySub    map[string][]string                // delivery ids of a subscription, ascending
+	bySub    map[string][]string                // delivery ids of a subscription, ascending (with holes: ids not in dels)
+	gone     map[string]int                     // holes in bySub, per subscription
 	queues   map[string]map[string]*delQueue    // subscription -> run -> pending deliveries
 	attempts map[string][]store.DeliveryAttempt // by delivery id
 	ready    delHeap
+	settled  settledHeap
 	pending  int64
 }
 
-// delRec is one stored delivery and its place in the ready heap.
+// delRec is one stored delivery and its place in the ready heap, or in
+// the settled heap.
 type delRec struct {
 	d     store.Delivery
 	ready time.Time // NextAt, or LeaseUntil while leased
 	at    int       // index in the ready heap, -1 when not in it
+	sat   int       // index in the settled heap, -1 when not in it
 }
 
 // delQueue is the pending deliveries of one subscription and run, by
@@ -40,7 +49,7 @@ type delRec struct {
 type delQueue struct{ recs []*delRec }
 
 func newWebhooks() webhooks {
-	return webhooks{subs: map[string]*store.Subscription{}, dels: map[string]*delRec{}, bySub: map[string][]string{},
+	return webhooks{subs: map[string]*store.Subscription{}, dels: map[string]*delRec{}, bySub: map[string][]string{}, gone: map[string]int{},
 		queues: map[string]map[string]*delQueue{}, attempts: map[string][]store.DeliveryAttempt{}}
 }
 
@@ -70,6 +79,42 @@ func (h *delHeap) Pop() any {
 	*h = old[:len(old)-1]
 	r.at = -1
 	return r
+}
+
+// settledHeap is a container/heap of settled delivery records by
+// (UpdatedAt, ID): the oldest settled on top.
+type settledHeap []*delRec
+
+func (h settledHeap) Len() int { return len(h) }
+func (h settledHeap) Less(i, j int) bool {
+	if c := h[i].d.UpdatedAt.Compare(h[j].d.UpdatedAt); c != 0 {
+		return c < 0
+	}
+	return h[i].d.ID < h[j].d.ID
+}
+func (h settledHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].sat, h[j].sat = i, j
+}
+func (h *settledHeap) Push(x any) {
+	r := x.(*delRec)
+	r.sat = len(*h)
+	*h = append(*h, r)
+}
+func (h *settledHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.sat = -1
+	return r
+}
+
+// unsettle takes r out of the settled heap, if it is there.
+func (w *webhooks) unsettle(r *delRec) {
+	if r.sat >= 0 {
+		heap.Remove(&w.settled, r.sat)
+	}
 }
 
 func queueOrder(a, b *delRec) int {
@@ -154,15 +199,16 @@ func (s *Store) applyOutbox(c *store.Commit) {
 			continue
 		}
 		d.Body = slices.Clone(d.Body)
-		r := &delRec{d: d, ready: d.NextAt, at: -1}
+		r := &delRec{d: d, ready: d.NextAt, at: -1, sat: -1}
 		w.dels[d.ID] = r
 		ids := w.bySub[d.SubscriptionID]
 		if n := len(ids); n == 0 || ids[n-1] < d.ID {
 			// The usual case: delivery ids start with the event's time,
 			// so a new one sorts last.
 			w.bySub[d.SubscriptionID] = append(ids, d.ID)
+		} else if i, found := slices.BinarySearch(ids, d.ID); found {
+			w.gone[d.SubscriptionID]-- // the id of a pruned delivery, stored again: its hole is filled
 		} else {
-			i, _ := slices.BinarySearch(ids, d.ID)
 			w.bySub[d.SubscriptionID] = slices.Insert(ids, i, d.ID)
 		}
 		w.enqueue(r)
@@ -261,10 +307,14 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string) error {
 	}
 	delete(w.queues, id)
 	for _, did := range w.bySub[id] {
+		if r, ok := w.dels[did]; ok {
+			w.unsettle(r)
+		}
 		delete(w.dels, did)
 		delete(w.attempts, did)
 	}
 	delete(w.bySub, id)
+	delete(w.gone, id)
 	delete(w.subs, id)
 	return nil
 }
@@ -343,6 +393,7 @@ func (s *Store) recordAttempt(id, owner string, a store.DeliveryAttempt, status 
 	}
 	d.Status = status
 	w.dequeue(r)
+	heap.Push(&w.settled, r)
 	return nil
 }
 
@@ -367,7 +418,9 @@ func (s *Store) ListDeliveries(ctx context.Context, subscriptionID, after string
 	}
 	out := []store.Delivery{}
 	for i := end - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
-		out = append(out, s.wh.dels[ids[i]].d)
+		if r, ok := s.wh.dels[ids[i]]; ok { // not a hole left by retention
+			out = append(out, r.d)
+		}
 	}
 	return out, nil
 }
@@ -412,6 +465,7 @@ func (s *Store) Redeliver(ctx context.Context, subscriptionID, id string, now ti
 		}
 		return nil
 	}
+	w.unsettle(r)
 	r.d.Status, r.d.FirstAttemptAt, r.ready = store.DeliveryPending, time.Time{}, now
 	w.enqueue(r)
 	return nil
@@ -422,4 +476,29 @@ func (s *Store) PendingDeliveries(ctx context.Context) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.wh.pending, nil
+}
+
+// PruneDeliveries implements store.WebhookStore: it pops the settled
+// heap while its top settled before the cut-off.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := store.CheckPrune(limit); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &s.wh
+	n := 0
+	for n < limit && len(w.settled) > 0 && w.settled[0].d.UpdatedAt.Before(before) {
+		r := heap.Pop(&w.settled).(*delRec)
+		sub := r.d.SubscriptionID
+		delete(w.dels, r.d.ID)
+		delete(w.attempts, r.d.ID)
+		w.gone[sub]++
+		if ids := w.bySub[sub]; 2*w.gone[sub] >= len(ids) {
+			w.bySub[sub] = slices.DeleteFunc(ids, func(id string) bool { _, ok := w.dels[id]; return !ok })
+			w.gone[sub] = 0
+		}
+		n++
+	}
+	return n, nil
 }

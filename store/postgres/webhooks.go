@@ -407,3 +407,31 @@ func (s *Store) PendingDeliveries(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// pruneDeliveriesQuery deletes the first $2 settled deliveries that
+// settled before $1, oldest first, walking webhook_deliveries_settled,
+// and then each by its key (the array keeps the planner from joining the
+// ids with a walk of the whole table); their attempts go by ON DELETE
+// CASCADE, in the same statement. FOR UPDATE SKIP LOCKED passes over a
+// row another transaction is changing (a redelivery, another replica's
+// prune) instead of waiting for it; a row whose change committed
+// meanwhile is checked again against the condition, so one redelivered
+// (pending again) stays.
+const pruneDeliveriesQuery = `DELETE FROM webhook_deliveries WHERE id = ANY (ARRAY (
+		SELECT id FROM webhook_deliveries
+		WHERE status <> 'pending' AND updated_at < $1
+		ORDER BY updated_at, id LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	))`
+
+// PruneDeliveries implements store.WebhookStore, in one statement.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := store.CheckPrune(limit); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, pruneDeliveriesQuery, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune settled deliveries: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -37,3 +37,18 @@ func TestDeliveryListUsesItsIndex(t *testing.T) {
 		}
 	}
 }
+
+// Retention walks webhook_deliveries_settled from its start and deletes
+// what it found by key: no scan of the deliveries, pending or settled
+// (neither a sequential one nor a walk of the whole primary key for a
+// join), and no sort, so a prune costs the deliveries it deletes (their
+// attempts go by the cascade, through webhook_attempts' primary key), not
+// those stored.
+func TestDeliveryPruneUsesItsIndex(t *testing.T) {
+	s := openPlanStore(t)
+	plan := explain(t, s, pruneDeliveriesQuery, time.Unix(100, 0), 1000)
+	if !strings.Contains(plan, "using webhook_deliveries_settled") || !strings.Contains(plan, "Index Cond: (id = ANY") ||
+		strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Join") {
+		t.Errorf("plan of the prune:\n%s\nwant a walk of webhook_deliveries_settled and deletions by key, no sort", plan)
+	}
+}

@@ -384,3 +384,38 @@ func (s *Store) PendingDeliveries(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// settledBefore selects the ids of the first ?2 settled deliveries that
+// settled before ?1, oldest first, walking webhook_deliveries_settled.
+// pruneAttemptsQuery and pruneDeliveriesQuery delete them, the attempts
+// first; in one transaction of the writer they select the same rows.
+const settledBefore = `SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2`
+
+const (
+	pruneAttemptsQuery   = `DELETE FROM webhook_attempts WHERE delivery_id IN (` + settledBefore + `)`
+	pruneDeliveriesQuery = `DELETE FROM webhook_deliveries WHERE id IN (` + settledBefore + `)`
+)
+
+// PruneDeliveries implements store.WebhookStore, in one write of the
+// writer.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := store.CheckPrune(limit); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, func(tx wtx) error {
+		if _, err := tx.Exec(pruneAttemptsQuery, nanos(before), limit); err != nil {
+			return fmt.Errorf("sqlite: prune the attempts of settled deliveries: %w", err)
+		}
+		res, err := tx.Exec(pruneDeliveriesQuery, nanos(before), limit)
+		if err != nil {
+			return fmt.Errorf("sqlite: prune settled deliveries: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}

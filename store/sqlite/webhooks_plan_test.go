@@ -39,3 +39,18 @@ func TestDeliveryListUsesItsIndex(t *testing.T) {
 		}
 	}
 }
+
+// Retention walks webhook_deliveries_settled from its start (no scan of
+// the deliveries, pending or settled, and no sort) and finds each pruned
+// delivery's attempts by the primary key of webhook_attempts: a prune
+// costs the deliveries it deletes, not those stored.
+func TestDeliveryPruneUsesItsIndexes(t *testing.T) {
+	t.Parallel()
+	for name, q := range map[string]string{"attempts": pruneAttemptsQuery, "deliveries": pruneDeliveriesQuery} {
+		p := queryPlan(t, q, 5, 1000)
+		if !strings.Contains(p, "INDEX webhook_deliveries_settled") || strings.Contains(p, "SCAN webhook_deliveries;") ||
+			strings.HasSuffix(p, "SCAN webhook_deliveries") || strings.Contains(p, "SCAN webhook_attempts") || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("plan of the prune of the %s: %s", name, p)
+		}
+	}
+}

@@ -38,6 +38,8 @@ func WebhookStore(t *testing.T, newStore func(t *testing.T) RunsAndWebhooks) {
 		{"ListDeliveriesPaging", testListDeliveriesPaging},
 		{"DeliveriesClaimedOnceInOrder", testDeliveriesClaimedOnce},
 		{"EnqueueDeliveriesOutsideACommit", testEnqueueDeliveries},
+		{"PruneDeliveries", testPruneDeliveries},
+		{"PruneDeliveriesInBatches", testPruneDeliveriesInBatches},
 	})
 }
 
@@ -695,5 +697,145 @@ func testEnqueueDeliveries(t *testing.T, s RunsAndWebhooks) {
 	}
 	if n := pending(t, s); n != 1 {
 		t.Fatalf("pending = %d, want 1 (a-2)", n)
+	}
+}
+
+// testPruneDeliveries: retention deletes the settled deliveries (delivered
+// and failed) whose last attempt is before the cut-off, oldest first, up
+// to the limit, with their attempts; pending ones stay however old (due,
+// waiting for a retry, leased, redelivered), and so do those settled at
+// or after the cut-off; the queues of the pending ones keep their order.
+func testPruneDeliveries(t *testing.T, s RunsAndWebhooks) {
+	putSub(t, s, Sub("a"))
+	putSub(t, s, Sub("b"))
+	r1 := createWith(t, s, "r1", Out("old-ok", "a", "1"), Out("old-failed", "b", "2"))
+	r1 = commitWith(t, s, r1, Out("q2", "a", "3"))
+	commitWith(t, s, r1, Out("q3", "a", "4"))
+	leased, never, retry := Out("leased", "a", "5"), Out("never", "b", "6"), Out("retry", "b", "7")
+	leased.NextAt, never.NextAt = t0.Add(90*time.Minute), t0.Add(10*time.Hour)
+	createWith(t, s, "r2", leased, retry)
+	createWith(t, s, "r3", Out("at-cutoff", "a", "8"), never)
+	createWith(t, s, "r4", Out("redelivered", "a", "9"))
+
+	cutoff := t0.Add(2 * time.Hour)
+	wantDeliveries(t, "first claim", claimDel(t, s, t0, 10, "w"), "at-cutoff", "old-failed", "old-ok", "redelivered", "retry")
+	record(t, s, "old-failed", "w", t0.Add(2*time.Minute), store.DeliveryFailed, time.Time{})
+	record(t, s, "old-ok", "w", t0.Add(time.Minute), store.DeliveryDelivered, time.Time{})
+	record(t, s, "retry", "w", t0.Add(time.Minute), store.DeliveryPending, t0.Add(5*time.Hour))
+	record(t, s, "redelivered", "w", t0.Add(time.Minute), store.DeliveryDelivered, time.Time{})
+	record(t, s, "at-cutoff", "w", cutoff, store.DeliveryDelivered, time.Time{})
+	if err := s.Redeliver(ctx(), "a", "redelivered", t0.Add(100*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// q2 (now the head of its queue) and leased are held under a lease
+	// that outlasts the cut-off.
+	wantDeliveries(t, "claim of q2 and leased", claimDel(t, s, t0.Add(90*time.Minute), 2, "w2"), "q2", "leased")
+	before := pending(t, s)
+
+	if _, err := s.PruneDeliveries(ctx(), cutoff, 0); err == nil {
+		t.Fatal("PruneDeliveries with limit 0 was accepted")
+	}
+	if n, err := s.PruneDeliveries(ctx(), cutoff, 1); err != nil || n != 1 {
+		t.Fatalf("PruneDeliveries(limit 1) = %d, %v; want 1", n, err)
+	}
+	if _, err := s.GetDelivery(ctx(), "a", "old-ok"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the oldest settled delivery after a prune of one: %v, want ErrNotFound", err)
+	}
+	getDel(t, s, "b", "old-failed") // beyond the limit
+	if n, err := s.PruneDeliveries(ctx(), cutoff, 10); err != nil || n != 1 {
+		t.Fatalf("PruneDeliveries(limit 10) = %d, %v; want 1 (old-failed)", n, err)
+	}
+	if n, err := s.PruneDeliveries(ctx(), cutoff, 10); err != nil || n != 0 {
+		t.Fatalf("PruneDeliveries again = %d, %v; want 0", n, err)
+	}
+	for _, id := range []string{"old-ok", "old-failed"} {
+		for _, sub := range []string{"a", "b"} {
+			if _, err := s.GetDelivery(ctx(), sub, id); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("pruned delivery %s: %v, want ErrNotFound", id, err)
+			}
+		}
+		if _, err := s.DeliveryAttempts(ctx(), id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("attempts of pruned delivery %s: %v, want ErrNotFound", id, err)
+		}
+	}
+	wantDeliveries(t, "deliveries of a", mustList(t, s, "a", "", 0), "redelivered", "q3", "q2", "leased", "at-cutoff")
+	wantDeliveries(t, "deliveries of b", mustList(t, s, "b", "", 0), "retry", "never")
+	if d := getDel(t, s, "a", "at-cutoff"); d.Status != store.DeliveryDelivered || d.Attempts != 1 {
+		t.Fatalf("the delivery settled at the cut-off %+v, want it kept", d)
+	}
+	if as, err := s.DeliveryAttempts(ctx(), "retry"); err != nil || len(as) != 1 {
+		t.Fatalf("attempts of a kept delivery = %+v, %v", as, err)
+	}
+	if d := getDel(t, s, "a", "leased"); d.Owner != "w2" || d.Status != store.DeliveryPending {
+		t.Fatalf("a leased delivery after the prune %+v", d)
+	}
+	if n := pending(t, s); n != before {
+		t.Fatalf("pending after the prune = %d, want %d", n, before)
+	}
+
+	// The queues go on in order: q3 waits behind q2, the retry and the
+	// redelivery are claimable when due.
+	record(t, s, "leased", "w2", t0.Add(90*time.Minute), store.DeliveryDelivered, time.Time{})
+	now := t0.Add(100 * time.Minute) // q2's lease has ended
+	wantDeliveries(t, "claim with q2 pending", claimDel(t, s, now, 10, "w3"), "q2", "redelivered")
+	record(t, s, "q2", "w3", now, store.DeliveryDelivered, time.Time{})
+	record(t, s, "redelivered", "w3", now, store.DeliveryDelivered, time.Time{})
+	wantDeliveries(t, "claim once q2 is delivered", claimDel(t, s, t0.Add(5*time.Hour), 10, "w3"), "q3", "retry")
+
+	// A pruned delivery's id stored again is a new delivery, without the
+	// old one's attempts.
+	createWith(t, s, "r5", Out("old-ok", "a", "10"))
+	if as, err := s.DeliveryAttempts(ctx(), "old-ok"); err != nil || len(as) != 0 {
+		t.Fatalf("attempts of a pruned id stored again = %+v, %v; want none", as, err)
+	}
+	wantDeliveries(t, "deliveries of a with the id again", mustList(t, s, "a", "", 0), "redelivered", "q3", "q2", "old-ok", "leased", "at-cutoff")
+
+	// The settled deliveries of a deleted subscription went with it:
+	// there is nothing left of them to prune.
+	putSub(t, s, Sub("c"))
+	createWith(t, s, "r6", Out("c1", "c", "11"))
+	wantDeliveries(t, "claim of c1 (and of old-ok, pending again)", claimDel(t, s, t0.Add(5*time.Hour), 10, "w4"), "c1", "old-ok")
+	record(t, s, "c1", "w4", t0.Add(time.Minute), store.DeliveryDelivered, time.Time{})
+	if err := s.DeleteSubscription(ctx(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneDeliveries(ctx(), t0.Add(30*time.Minute), 10); err != nil || n != 0 {
+		t.Fatalf("PruneDeliveries after the subscription's deletion = %d, %v; want 0", n, err)
+	}
+}
+
+// testPruneDeliveriesInBatches: batches delete the settled deliveries in
+// the order they settled (not their ids'), and the lists and pages of
+// what is left stay whole between batches.
+func testPruneDeliveriesInBatches(t *testing.T, s RunsAndWebhooks) {
+	putSub(t, s, Sub("a"))
+	const n = 20
+	var out []store.Delivery
+	for i := range n {
+		out = append(out, Out(fmt.Sprintf("d%02d", i), "a", fmt.Sprint(i)))
+	}
+	createWith(t, s, "run", out...)
+	// Each claim takes the head of the run's queue; d(i) settles at
+	// minute n-i: the newest ids settle first.
+	for i := range n {
+		id := fmt.Sprintf("d%02d", i)
+		wantDeliveries(t, "claim", claimDel(t, s, t0, 1, "w"), id)
+		record(t, s, id, "w", t0.Add(time.Duration(n-i)*time.Minute), store.DeliveryDelivered, time.Time{})
+	}
+	left := n
+	for _, batch := range []int{7, 7, 6} {
+		got, err := s.PruneDeliveries(ctx(), t0.Add(time.Hour), 7)
+		if err != nil || got != batch {
+			t.Fatalf("PruneDeliveries = %d, %v; want %d", got, err, batch)
+		}
+		left -= batch
+		var want []string
+		for i := left - 1; i >= 0; i-- {
+			want = append(want, fmt.Sprintf("d%02d", i))
+		}
+		wantDeliveries(t, "deliveries left", mustList(t, s, "a", "", 0), want...)
+		if left > 3 {
+			wantDeliveries(t, "a page after a cursor", mustList(t, s, "a", want[1], 2), want[2:4]...)
+		}
 	}
 }

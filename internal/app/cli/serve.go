@@ -59,7 +59,13 @@ type serveFlags struct {
 	resetHead  bool
 	whAllow    string
 	whGiveUp   time.Duration
+	whKeep     time.Duration
 }
+
+// DefaultWebhookRetention is how long asmp serve keeps a settled webhook
+// delivery after its last attempt (--webhook-retention): 7 days, as
+// common webhook providers keep deliveries visible.
+const DefaultWebhookRetention = 7 * 24 * time.Hour
 
 func init() { register(newServeCmd) }
 
@@ -95,6 +101,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	fl.IntVar(&f.workers, "workers", 4, "background tasks run at once")
 	fl.StringVar(&f.whAllow, "webhook-allow", "", "webhook targets admitted although not https:// on the public internet: hosts and CIDR ranges, comma-separated (e.g. 127.0.0.1/32,hooks.internal)")
 	fl.DurationVar(&f.whGiveUp, "webhook-give-up", webhook.DefaultGiveUp, "how long a webhook message is retried before it is marked failed (kept for redelivery)")
+	fl.DurationVar(&f.whKeep, "webhook-retention", DefaultWebhookRetention, "delete settled webhook deliveries (delivered, or failed after their last attempt) with their attempts once their last attempt is this old (pending ones never); a failed one deleted can no longer be redelivered; 0 keeps every delivery; 168h = 7 days")
 	fl.DurationVar(&f.taskLease, "task-lease", engine.DefaultLease, "how long a task stays claimed without renewal; a crashed server's tasks run again after it")
 	fl.DurationVar(&f.heartbeat, "heartbeat", server.DefaultHeartbeat, "interval of heartbeat lines on idle streams")
 	fl.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests and tasks may take to finish")
@@ -260,8 +267,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 	if f.whGiveUp <= 0 {
 		return fmt.Errorf("--webhook-give-up must be a positive duration, not %s", f.whGiveUp)
 	}
+	if f.whKeep < 0 {
+		return fmt.Errorf("--webhook-retention %s: use a positive duration such as 168h, or 0 to keep every webhook delivery", f.whKeep)
+	}
 	d, err := asmpd.Open(ctx, asmpd.Config{
-		WebhookAllow: whAllow, WebhookRetry: webhook.Schedule{GiveUp: f.whGiveUp},
+		WebhookAllow: whAllow, WebhookRetry: webhook.Schedule{GiveUp: f.whGiveUp}, WebhookRetention: f.whKeep,
 		Addr: f.addr, DB: f.db, RotateLedgerKey: f.rotateKey, ResetLedgerHead: f.resetHead, Executor: executor,
 		Workflows: defs, DefaultWorkflow: f.defaultWF, MaxRunData: f.maxRunData,
 		Workers: f.workers, TaskLease: f.taskLease, Retention: f.retention,
