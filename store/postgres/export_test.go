@@ -4,3 +4,6 @@ package postgres
 // first commit has arrived, until release is called: commits queued
 // meanwhile join that group.
 func HoldCommits(s *Store) (release func()) { return s.holdCommits() }
+
+// SchemaOf is the schema holding s's tables.
+func SchemaOf(s *Store) string { return s.schema }
