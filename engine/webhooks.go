@@ -514,20 +514,7 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 func (e *Engine) noDelivery(id, did string) error {
 	why := "webhook retention deleted it (settled deliveries are deleted once older than asmp serve --webhook-retention)"
 	if keep := time.Duration(e.deliveryKeep.Load()); keep > 0 {
-		why = "webhook retention deleted it (this server deletes deliveries settled more than " + spellDuration(keep) + " ago: asmp serve --webhook-retention)"
+		why = "webhook retention deleted it (this server deletes deliveries settled more than " + workflow.FormatDuration(keep) + " ago: asmp serve --webhook-retention)"
 	}
 	return protocol.Errorf(protocol.ENotFound, "No delivery %q of webhook subscription %q: it never existed, or %s. GET /webhooks/%s/deliveries lists the deliveries kept.", did, id, why, id)
-}
-
-// spellDuration spells d as hints do: 168h, 30m, 90s (not 168h0m0s).
-func spellDuration(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	return d.String()
 }

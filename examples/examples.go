@@ -133,7 +133,7 @@ func ExpenseApprovalWith(o Options) *workflow.Definition {
 		CLI(workflow.CLIHook{Prompt: "New expense claim", Hint: "Enter the amount in EUR and what was bought and why.",
 			InputHint: "amount (number), description (string):",
 			Options:   []workflow.CLIOption{{Action: "submit", Label: "Submit claim", Keys: "enter"}}})
-	timeout := humanDuration(o.reviewTimeout())
+	timeout := workflow.FormatDuration(o.reviewTimeout())
 	b.State("REVIEW").
 		Hint("Review the claim. approve is offered only up to the approval limit; escalate larger claims to finance, or reject with a reason. Unreviewed after "+timeout+", the claim goes to a manager (escalate_to_manager).").
 		Milestone("Claim submitted").
@@ -190,19 +190,6 @@ func ExpenseApprovalWith(o Options) *workflow.Definition {
 	b.Transition("PAYING", "payment_failed", "REVIEW")
 	b.Transition("PAYING", "cancel", "CANCELLED").Critical()
 	return b.MustBuild()
-}
-
-// humanDuration spells d as hints do: 48h, 30m, 90s (not 48h0m0s).
-func humanDuration(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	return d.String()
 }
 
 func policyCheck(ctx context.Context, call workflow.ToolCall) (any, error) {

@@ -14,6 +14,24 @@ import (
 	"github.com/asmp-dev/asmp/protocol"
 )
 
+// subscribeDead subscribes a receiver that answers nothing until release
+// is closed (or the request is given up) to every run change.
+func (h *hookRig) subscribeDead(t *testing.T) (release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	if _, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: hang.URL + "/dead", Events: []string{"run.created", "run.state_changed"}}); err != nil {
+		t.Fatal(err)
+	}
+	return release
+}
+
 // A receiver that never answers holds up only its own subscription's
 // messages: the loop goes on claiming and sending every other
 // subscription's, each run's in order, while the dead receiver's requests
@@ -23,17 +41,7 @@ func TestWebhookLoopSlowReceiverHoldsUpOnlyItsOwn(t *testing.T) {
 		st := b.New(t).Open(t)
 		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
 		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
-		release := make(chan struct{})
-		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		defer hang.Close()
-		if _, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: hang.URL + "/dead", Events: []string{"run.created", "run.state_changed"}}); err != nil {
-			t.Fatal(err)
-		}
+		release := h.subscribeDead(t)
 		const runs = 20
 		for range runs {
 			run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
@@ -74,17 +82,7 @@ func TestWebhookLoopGivesBackTheRoomASlowReceiverHeld(t *testing.T) {
 	backends.Each(t, func(t *testing.T, b backends.Backend) {
 		st := b.New(t).Open(t)
 		h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
-		release := make(chan struct{})
-		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		defer hang.Close()
-		if _, err := h.eng.CreateWebhook(context.Background(), protocol.WebhookRequest{URL: hang.URL + "/dead", Events: []string{"run.created", "run.state_changed"}}); err != nil {
-			t.Fatal(err)
-		}
+		release := h.subscribeDead(t)
 		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
 		const runs = 20
 		for range runs {

@@ -275,3 +275,19 @@ func jsonObject(m map[string]any) (map[string]any, error) {
 	}
 	return v.(map[string]any), nil
 }
+
+// FormatDuration spells d as a workflow file would write it, in its
+// largest whole unit: 48h, 30m, 90s (not 48h0m0s); a duration with a
+// fraction of a second as time.Duration spells it. ParseDuration reads
+// each back.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}

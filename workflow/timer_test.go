@@ -341,3 +341,17 @@ func TestTimerBody(t *testing.T) {
 		t.Errorf("Body of an action expecting nothing = %#v", got)
 	}
 }
+
+// FormatDuration spells a duration in its largest whole unit, as files
+// write them, and ParseDuration reads it back.
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{48 * time.Hour: "48h", 90 * time.Minute: "90m", 90 * time.Second: "90s", 1500 * time.Millisecond: "1.5s", 0: "0h"} {
+		got := workflow.FormatDuration(d)
+		if got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := workflow.ParseDuration(got); err != nil || back != d {
+			t.Errorf("ParseDuration(%q) = %v, %v, want %v", got, back, err, d)
+		}
+	}
+}

@@ -30,8 +30,8 @@ type webhooks struct {
 	gone     map[string]int                     // holes in bySub, per subscription
 	queues   map[string]map[string]*delQueue    // subscription -> run -> pending deliveries
 	attempts map[string][]store.DeliveryAttempt // by delivery id
-	ready    delHeap
-	settled  settledHeap
+	ready    delHeap                            // which 0
+	settled  delHeap                            // which 1
 	pending  int64
 }
 
@@ -40,8 +40,7 @@ type webhooks struct {
 type delRec struct {
 	d     store.Delivery
 	ready time.Time // NextAt, or LeaseUntil while leased
-	at    int       // index in the ready heap, -1 when not in it
-	sat   int       // index in the settled heap, -1 when not in it
+	at    [2]int    // index in the ready heap (0) and the settled heap (1), -1 when not in it
 }
 
 // delQueue is the pending deliveries of one subscription and run, by
@@ -50,70 +49,54 @@ type delQueue struct{ recs []*delRec }
 
 func newWebhooks() webhooks {
 	return webhooks{subs: map[string]*store.Subscription{}, dels: map[string]*delRec{}, bySub: map[string][]string{}, gone: map[string]int{},
-		queues: map[string]map[string]*delQueue{}, attempts: map[string][]store.DeliveryAttempt{}}
+		queues: map[string]map[string]*delQueue{}, attempts: map[string][]store.DeliveryAttempt{},
+		settled: delHeap{which: 1}}
 }
 
-// delHeap is a container/heap of delivery records by (ready, ID).
-type delHeap []*delRec
+// delHeap is a container/heap of delivery records: the ready heap, by
+// (ready, ID), or the settled heap, by (UpdatedAt, ID), the oldest
+// settled on top. Each record knows its index in each (at[which]).
+type delHeap struct {
+	which int // 0: ready, 1: settled
+	recs  []*delRec
+}
 
-func (h delHeap) Len() int { return len(h) }
-func (h delHeap) Less(i, j int) bool {
-	if c := h[i].ready.Compare(h[j].ready); c != 0 {
+func (h *delHeap) key(r *delRec) time.Time {
+	if h.which == 0 {
+		return r.ready
+	}
+	return r.d.UpdatedAt
+}
+
+func (h *delHeap) Len() int { return len(h.recs) }
+func (h *delHeap) Less(i, j int) bool {
+	if c := h.key(h.recs[i]).Compare(h.key(h.recs[j])); c != 0 {
 		return c < 0
 	}
-	return h[i].d.ID < h[j].d.ID
+	return h.recs[i].d.ID < h.recs[j].d.ID
 }
-func (h delHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].at, h[j].at = i, j
+func (h *delHeap) Swap(i, j int) {
+	h.recs[i], h.recs[j] = h.recs[j], h.recs[i]
+	h.recs[i].at[h.which], h.recs[j].at[h.which] = i, j
 }
 func (h *delHeap) Push(x any) {
 	r := x.(*delRec)
-	r.at = len(*h)
-	*h = append(*h, r)
+	r.at[h.which] = len(h.recs)
+	h.recs = append(h.recs, r)
 }
 func (h *delHeap) Pop() any {
-	old := *h
+	old := h.recs
 	r := old[len(old)-1]
 	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.at = -1
-	return r
-}
-
-// settledHeap is a container/heap of settled delivery records by
-// (UpdatedAt, ID): the oldest settled on top.
-type settledHeap []*delRec
-
-func (h settledHeap) Len() int { return len(h) }
-func (h settledHeap) Less(i, j int) bool {
-	if c := h[i].d.UpdatedAt.Compare(h[j].d.UpdatedAt); c != 0 {
-		return c < 0
-	}
-	return h[i].d.ID < h[j].d.ID
-}
-func (h settledHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].sat, h[j].sat = i, j
-}
-func (h *settledHeap) Push(x any) {
-	r := x.(*delRec)
-	r.sat = len(*h)
-	*h = append(*h, r)
-}
-func (h *settledHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.sat = -1
+	h.recs = old[:len(old)-1]
+	r.at[h.which] = -1
 	return r
 }
 
 // unsettle takes r out of the settled heap, if it is there.
 func (w *webhooks) unsettle(r *delRec) {
-	if r.sat >= 0 {
-		heap.Remove(&w.settled, r.sat)
+	if r.at[1] >= 0 {
+		heap.Remove(&w.settled, r.at[1])
 	}
 }
 
@@ -131,8 +114,8 @@ func (w *webhooks) enabled(sub string) bool {
 
 // unready takes r out of the ready heap, if it is there.
 func (w *webhooks) unready(r *delRec) {
-	if r.at >= 0 {
-		heap.Remove(&w.ready, r.at)
+	if r.at[0] >= 0 {
+		heap.Remove(&w.ready, r.at[0])
 	}
 }
 
@@ -199,7 +182,7 @@ func (s *Store) applyOutbox(c *store.Commit) {
 			continue
 		}
 		d.Body = slices.Clone(d.Body)
-		r := &delRec{d: d, ready: d.NextAt, at: -1, sat: -1}
+		r := &delRec{d: d, ready: d.NextAt, at: [2]int{-1, -1}}
 		w.dels[d.ID] = r
 		ids := w.bySub[d.SubscriptionID]
 		if n := len(ids); n == 0 || ids[n-1] < d.ID {
@@ -328,8 +311,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, o
 	defer s.mu.Unlock()
 	w := &s.wh
 	out := []store.Delivery{}
-	for len(out) < limit && len(w.ready) > 0 {
-		r := w.ready[0]
+	for len(out) < limit && w.ready.Len() > 0 {
+		r := w.ready.recs[0]
 		if r.ready.After(now) {
 			break
 		}
@@ -386,8 +369,8 @@ func (s *Store) recordAttempt(id, owner string, a store.DeliveryAttempt, status 
 	d.Owner, d.LeaseUntil = "", time.Time{}
 	if status == store.DeliveryPending {
 		d.NextAt, r.ready = nextAt, nextAt
-		if r.at >= 0 {
-			heap.Fix(&w.ready, r.at)
+		if r.at[0] >= 0 {
+			heap.Fix(&w.ready, r.at[0])
 		}
 		return nil
 	}
@@ -401,10 +384,10 @@ func (s *Store) recordAttempt(id, owner string, a store.DeliveryAttempt, status 
 func (s *Store) NextDeliveryDue(ctx context.Context) (time.Time, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if len(s.wh.ready) == 0 {
+	if s.wh.ready.Len() == 0 {
 		return time.Time{}, false, nil
 	}
-	return s.wh.ready[0].ready, true, nil
+	return s.wh.ready.recs[0].ready, true, nil
 }
 
 // ListDeliveries implements store.WebhookStore.
@@ -459,8 +442,8 @@ func (s *Store) Redeliver(ctx context.Context, subscriptionID, id string, now ti
 	if r.d.Status == store.DeliveryPending {
 		if r.d.Owner == "" {
 			r.ready = now
-			if r.at >= 0 {
-				heap.Fix(&w.ready, r.at)
+			if r.at[0] >= 0 {
+				heap.Fix(&w.ready, r.at[0])
 			}
 		}
 		return nil
@@ -488,7 +471,7 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int
 	defer s.mu.Unlock()
 	w := &s.wh
 	n := 0
-	for n < limit && len(w.settled) > 0 && w.settled[0].d.UpdatedAt.Before(before) {
+	for n < limit && w.settled.Len() > 0 && w.settled.recs[0].d.UpdatedAt.Before(before) {
 		r := heap.Pop(&w.settled).(*delRec)
 		sub := r.d.SubscriptionID
 		delete(w.dels, r.d.ID)
