@@ -414,8 +414,7 @@ func (d *Server) Run(ctx context.Context) error {
 	schedules := eng.StartSchedules(bg, nil)
 	defer schedules.Stop()
 	if keep := d.cfg.Retention; keep > 0 {
-		every := min(max(keep/4, time.Second), 10*time.Minute)
-		go eng.KeepRuns(bg, keep, every, func(n int, err error) {
+		go eng.KeepRuns(bg, keep, engine.RetentionInterval(keep), func(n int, err error) {
 			if err != nil {
 				d.log.Error("retention: pruning ended runs failed", "err", err)
 				return
@@ -424,7 +423,7 @@ func (d *Server) Run(ctx context.Context) error {
 		})
 	}
 	if keep := d.cfg.WebhookRetention; keep > 0 {
-		go eng.KeepDeliveries(bg, keep, engine.DeliveryRetentionInterval(keep), func(n int, err error) {
+		go eng.KeepDeliveries(bg, keep, engine.RetentionInterval(keep), func(n int, err error) {
 			if err != nil {
 				d.log.Error("retention: pruning settled webhook deliveries failed", "err", err)
 				return

@@ -71,23 +71,40 @@ func (e *Engine) forget(runID string) {
 	e.pendMu.Unlock()
 }
 
-// KeepRuns prunes, every interval until ctx ends, the ended runs that have
-// not changed for longer than keep (see Prune); it reports each round's
-// outcome to logf when that is not nil. It returns when ctx ends.
+// KeepRuns prunes, every interval (by the engine's clock) until ctx ends,
+// the ended runs that have not changed for longer than keep (see Prune),
+// the first time at once; it reports each round that deleted some, or
+// failed, to logf when that is not nil. It returns when ctx ends.
 func (e *Engine) KeepRuns(ctx context.Context, keep, interval time.Duration, logf func(pruned int, err error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	e.keep(ctx, keep, interval, e.Prune, logf)
+}
+
+// keep is the loop of KeepRuns and KeepDeliveries: prune with the cut-off
+// keep before the engine's time, at once and then every interval, until
+// ctx ends.
+func (e *Engine) keep(ctx context.Context, keep, interval time.Duration, prune func(context.Context, time.Time) (int, error), logf func(int, error)) {
 	for {
-		n, err := e.Prune(ctx, e.now().Add(-keep))
+		n, err := prune(ctx, e.clock.Now().Add(-keep))
 		if logf != nil && (n > 0 || err != nil) && ctx.Err() == nil {
 			logf(n, err)
 		}
+		t := e.clock.NewTimer(interval)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
+}
+
+// RetentionInterval is how often a server that keeps ended runs or
+// settled webhook deliveries for keep prunes them (KeepRuns,
+// KeepDeliveries): a quarter of keep, at least 100ms and at most 10
+// minutes (with 7 days, every 10 minutes), so that one is deleted at most
+// a quarter of keep (or 10 minutes) after it fell out of the retention.
+func RetentionInterval(keep time.Duration) time.Duration {
+	return min(max(keep/4, 100*time.Millisecond), 10*time.Minute)
 }
 
 // DeliveryPruneBatch is how many settled webhook deliveries one store
@@ -129,26 +146,5 @@ func (e *Engine) PruneDeliveries(ctx context.Context, before time.Time) (int, er
 func (e *Engine) KeepDeliveries(ctx context.Context, keep, interval time.Duration, logf func(pruned int, err error)) {
 	e.deliveryKeep.Store(int64(keep))
 	defer e.deliveryKeep.CompareAndSwap(int64(keep), 0)
-	for {
-		n, err := e.PruneDeliveries(ctx, e.clock.Now().Add(-keep))
-		if logf != nil && (n > 0 || err != nil) && ctx.Err() == nil {
-			logf(n, err)
-		}
-		t := e.clock.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-	}
-}
-
-// DeliveryRetentionInterval is how often a server that keeps settled
-// webhook deliveries for keep prunes them: a quarter of keep, at least
-// 100ms and at most 10 minutes (with the default 7 days, every 10
-// minutes), so that a delivery is deleted at most a quarter of keep (or
-// 10 minutes) after it fell out of the retention.
-func DeliveryRetentionInterval(keep time.Duration) time.Duration {
-	return min(max(keep/4, 100*time.Millisecond), 10*time.Minute)
+	e.keep(ctx, keep, interval, e.PruneDeliveries, logf)
 }

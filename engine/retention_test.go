@@ -218,15 +218,15 @@ func TestDeliveryPrunedWhileReadIsNotFound(t *testing.T) {
 	}
 }
 
-// A server prunes deliveries every quarter of the retention, at least
+// A server prunes runs and deliveries every quarter of the retention, at least
 // every 10 minutes and at most every 100ms.
-func TestDeliveryRetentionInterval(t *testing.T) {
+func TestRetentionInterval(t *testing.T) {
 	for keep, want := range map[time.Duration]time.Duration{
 		time.Millisecond: 100 * time.Millisecond, 200 * time.Millisecond: 100 * time.Millisecond, time.Second: 250 * time.Millisecond,
 		20 * time.Minute: 5 * time.Minute, 40 * time.Minute: 10 * time.Minute, 7 * 24 * time.Hour: 10 * time.Minute,
 	} {
-		if got := engine.DeliveryRetentionInterval(keep); got != want {
-			t.Errorf("DeliveryRetentionInterval(%s) = %s, want %s", keep, got, want)
+		if got := engine.RetentionInterval(keep); got != want {
+			t.Errorf("RetentionInterval(%s) = %s, want %s", keep, got, want)
 		}
 	}
 }
