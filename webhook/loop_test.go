@@ -32,6 +32,18 @@ func (h *hookRig) subscribeDead(t *testing.T) (release chan struct{}) {
 	return release
 }
 
+// startRuns starts n runs as alice, each moved by actions.
+func (h *hookRig) startRuns(t *testing.T, n int, actions ...string) {
+	t.Helper()
+	for range n {
+		run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.move(t, run.ID, actions...)
+	}
+}
+
 // A receiver that never answers holds up only its own subscription's
 // messages: the loop goes on claiming and sending every other
 // subscription's, each run's in order, while the dead receiver's requests
@@ -43,13 +55,7 @@ func TestWebhookLoopSlowReceiverHoldsUpOnlyItsOwn(t *testing.T) {
 		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
 		release := h.subscribeDead(t)
 		const runs = 20
-		for range runs {
-			run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.move(t, run.ID, "submit", "tick")
-		}
+		h.startRuns(t, runs, "submit", "tick")
 		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: time.Hour})
 		for deadline := time.Now().Add(10 * time.Second); len(h.rc.received()) < 3*runs; {
 			if time.Now().After(deadline) {
@@ -85,13 +91,7 @@ func TestWebhookLoopGivesBackTheRoomASlowReceiverHeld(t *testing.T) {
 		release := h.subscribeDead(t)
 		h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created", "run.state_changed"}})
 		const runs = 20
-		for range runs {
-			run, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.move(t, run.ID, "submit", "tick")
-		}
+		h.startRuns(t, runs, "submit", "tick")
 		// Room for 8: the dead receiver's 2 in flight and its waiting
 		// ones soon take all of it.
 		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: 50 * time.Millisecond, Concurrency: 8, PerSubscription: 2})
@@ -137,11 +137,7 @@ func TestWebhookLoopSendsAReclaimedDeliveryOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		const runs = 3
-		for range runs {
-			if _, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{Actor: "alice"}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		h.startRuns(t, runs)
 		// One slot: the first message is in flight (held), the others wait.
 		const lease = 2 * time.Second
 		loop := h.eng.StartDeliveries(&engine.DeliveryOptions{Owner: "test", Poll: 100 * time.Millisecond, Lease: lease, PerSubscription: 1})
