@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,17 +92,16 @@ func newLanes(n int) lanes {
 	return ls
 }
 
-// of returns the lane of run id's commits (FNV-1a of the id).
+// laneSeed seeds the hash that picks a run's lane (the same for every
+// Store of the process; nothing outside it sees the choice).
+var laneSeed = maphash.MakeSeed()
+
+// of returns the lane of run id's commits.
 func (ls lanes) of(id string) *committer {
 	if len(ls) == 1 {
 		return ls[0]
 	}
-	h := uint32(2166136261)
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
-		h *= 16777619
-	}
-	return ls[h%uint32(len(ls))]
+	return ls[maphash.String(laneSeed, id)%uint64(len(ls))]
 }
 
 // committer holds the group-commit queue of one lane of a Store.
