@@ -464,14 +464,14 @@ func (e *Engine) WebhookDeliveries(ctx context.Context, id, after string, limit 
 func (e *Engine) WebhookDelivery(ctx context.Context, id, did string) (protocol.WebhookDelivery, error) {
 	d, err := e.store.GetDelivery(ctx, id, did)
 	if errors.Is(err, store.ErrNotFound) {
-		return protocol.WebhookDelivery{}, e.noDelivery(id, did)
+		return protocol.WebhookDelivery{}, e.noDelivery(ctx, id, did)
 	}
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not read the delivery", err)
 	}
 	hist, err := e.store.DeliveryAttempts(ctx, did)
 	if errors.Is(err, store.ErrNotFound) { // pruned since it was read
-		return protocol.WebhookDelivery{}, e.noDelivery(id, did)
+		return protocol.WebhookDelivery{}, e.noDelivery(ctx, id, did)
 	}
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not read the attempts", err)
@@ -499,7 +499,7 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return protocol.WebhookDelivery{}, e.noDelivery(id, did)
+		return protocol.WebhookDelivery{}, e.noDelivery(ctx, id, did)
 	}
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not schedule the delivery", err)
@@ -509,9 +509,13 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 }
 
 // noDelivery is the error for a delivery did of subscription id that is
-// not stored: it never was, or retention deleted it once settled (here,
+// not stored: the subscription's own not-found when it is not stored
+// either; else it never was, or retention deleted it once settled (here,
 // with the retention this engine keeps, or by another replica).
-func (e *Engine) noDelivery(id, did string) error {
+func (e *Engine) noDelivery(ctx context.Context, id, did string) error {
+	if _, err := e.subscription(ctx, id); err != nil {
+		return err // no such subscription (or it could not be read): say that, not that its delivery is gone
+	}
 	why := "webhook retention deleted it (settled deliveries are deleted once older than asmp serve --webhook-retention)"
 	if keep := time.Duration(e.deliveryKeep.Load()); keep > 0 {
 		why = "webhook retention deleted it (this server deletes deliveries settled more than " + workflow.FormatDuration(keep) + " ago: asmp serve --webhook-retention)"

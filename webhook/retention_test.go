@@ -12,6 +12,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/testsupport/backends"
 	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/webhook"
 	"github.com/asmp-dev/asmp/workflow"
 )
@@ -171,4 +172,27 @@ func TestWebhookRetentionKeepsPendingDeliveries(t *testing.T) {
 			t.Fatalf("the receiver got %d requests, want 4", len(rc.received()))
 		}
 	})
+}
+
+// A delivery asked of a subscription that does not exist is answered with
+// the subscription's not-found, whose hint leads somewhere (GET /webhooks),
+// not with the delivery's, whose hint names the subscription's deliveries.
+func TestDeliveryOfAnUnknownSubscription(t *testing.T) {
+	st := memstore.New()
+	h := newHookRig(t, st, clock.NewFake(hookT0), newHookReceiver(t))
+	sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+	ctx := context.Background()
+	for _, tc := range []struct{ sub, want string }{
+		{"wh_nope", `No webhook subscription "wh_nope": GET /webhooks lists them.`},
+		{sub.ID, `No delivery "dlv_nope" of webhook subscription "` + sub.ID + `"`},
+	} {
+		_, err := h.eng.WebhookDelivery(ctx, tc.sub, "dlv_nope")
+		if protocol.ErrorCode(err) != protocol.ENotFound || !strings.Contains(protocol.ErrorHint(err), tc.want) {
+			t.Errorf("delivery of subscription %s: %v, want not found with %q", tc.sub, err, tc.want)
+		}
+		_, err = h.eng.Redeliver(ctx, tc.sub, "dlv_nope")
+		if protocol.ErrorCode(err) != protocol.ENotFound || !strings.Contains(protocol.ErrorHint(err), tc.want) {
+			t.Errorf("redelivery in subscription %s: %v, want not found with %q", tc.sub, err, tc.want)
+		}
+	}
 }
