@@ -261,3 +261,28 @@ func TestCommitLanesKeepEachRunsOrder(t *testing.T) {
 		t.Fatalf("%d commits over 4 lanes took %d group(s), want one per lane used", runs*steps, g)
 	}
 }
+
+// A pool of fewer than 4 connections gets one commit lane (a lane holds a
+// connection while its group is in flight, and reads need the rest): the
+// commits of many runs queued together share one group.
+func TestSmallPoolHasOneCommitLane(t *testing.T) {
+	u := testURL(t)
+	schema := freshSchema(t, u)
+	a := open(t, u, schema, &postgres.Options{MaxConns: 3})
+	runs := createRuns(t, a, "small", 16)
+	before := a.CommitStats()
+	release := postgres.HoldCommits(a)
+	pend := make([]store.Pending, len(runs))
+	for i, r := range runs {
+		pend[i] = a.CommitRun(t.Context(), 1, storetest.Next(r, "go", "B", `{}`))
+	}
+	release()
+	for i, p := range pend {
+		if err := p.Wait(); err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	if g := a.CommitStats().Groups - before.Groups; g != 1 {
+		t.Fatalf("16 commits on a pool of 3 took %d groups, want 1 (one lane)", g)
+	}
+}
