@@ -194,8 +194,13 @@ func TestKeepDeliveriesFollowsTheClock(t *testing.T) {
 }
 
 // prunedWhileRead is a store whose delivery is deleted (by retention)
-// between the read of the delivery and the read of its attempts.
+// between the read of the delivery and the read of its attempts; its
+// subscription still exists.
 type prunedWhileRead struct{ *memstore.Store }
+
+func (prunedWhileRead) GetSubscription(ctx context.Context, id string) (store.Subscription, error) {
+	return store.Subscription{ID: id}, nil
+}
 
 func (prunedWhileRead) GetDelivery(ctx context.Context, sub, id string) (store.Delivery, error) {
 	return store.Delivery{ID: id, SubscriptionID: sub, Status: store.DeliveryDelivered, Attempts: 1}, nil
