@@ -26,3 +26,10 @@ func BenchmarkCommitWithTimers(b *testing.B) {
 
 // BenchmarkCommitWithOutbox: see storetest.BenchmarkCommitWithOutbox.
 func BenchmarkCommitWithOutbox(b *testing.B) { storetest.BenchmarkCommitWithOutbox(b, openBench) }
+
+var waitingTasks = flag.Int("waiting-tasks", 10_000, "tasks waiting out a retry's backoff stored for BenchmarkClaimTask")
+
+// BenchmarkClaimTask: see storetest.BenchmarkClaimTask.
+func BenchmarkClaimTask(b *testing.B) {
+	storetest.BenchmarkClaimTask(b, openBench, *waitingTasks)
+}

@@ -42,3 +42,10 @@ func vacuum(b *testing.B, s store.Store) {
 
 // BenchmarkCommitWithOutbox: see storetest.BenchmarkCommitWithOutbox.
 func BenchmarkCommitWithOutbox(b *testing.B) { storetest.BenchmarkCommitWithOutbox(b, openBench) }
+
+var waitingTasks = flag.Int("waiting-tasks", 10_000, "tasks waiting out a retry's backoff stored for BenchmarkClaimTask")
+
+// BenchmarkClaimTask: see storetest.BenchmarkClaimTask.
+func BenchmarkClaimTask(b *testing.B) {
+	storetest.BenchmarkClaimTask(b, openBench, *waitingTasks, vacuum)
+}
