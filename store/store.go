@@ -265,6 +265,16 @@ type Task struct {
 	UpdatedAt  time.Time
 }
 
+// TaskReadyAt is when a newly enqueued pending task t becomes claimable,
+// its place in the claim order (TaskStore.ClaimTask): its NotBefore when
+// set (a retry), else its creation.
+func TaskReadyAt(t *Task) time.Time {
+	if !t.NotBefore.IsZero() {
+		return t.NotBefore
+	}
+	return t.CreatedAt
+}
+
 // Commit is one atomic change of a run: the run's new value, the event that
 // records it, and optionally a task to enqueue and a task to mark done.
 type Commit struct {
@@ -475,13 +485,17 @@ type RunStore interface {
 // safe for concurrent use, by many processes for shared backends, and
 // durable when they return nil.
 type TaskStore interface {
-	// ClaimTask hands one claimable task to owner: a pending task, or a
-	// running one whose lease ended before now, oldest first, whose run
+	// ClaimTask hands one claimable task to owner: a pending task (past
+	// its NotBefore), or a running one whose lease ended before now, the
+	// one that became claimable first (a pending task at TaskReadyAt, a
+	// released one at once, a running one when its lease ended; ties by
+	// id), whose run
 	// belongs to one of workflows (nil: any workflow), so that a process
 	// never takes a task it cannot run. The claimed task is running, owned
 	// by owner until now+lease, with Attempts incremented. ok is false when
 	// no task is claimable. Two callers never claim the same task for
-	// overlapping leases.
+	// overlapping leases. A claim's cost grows with the claimable tasks,
+	// not with those waiting out a backoff or a live lease.
 	ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (t Task, ok bool, err error)
 
 	// ExtendTask renews owner's lease on a running task until the given

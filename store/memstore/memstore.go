@@ -34,8 +34,8 @@ type Store struct {
 	groupN   map[uint64]int32 // entries per index group
 	scratch  []byte           // an encoding buffer, under mu
 	tasks    map[string]*store.Task
-	queue    []string // task ids in creation order (pending or running)
-	tm       timers   // pending timers
+	queue    taskQueue // the open tasks (pending or running), in claim order
+	tm       timers    // pending timers
 	sched    schedules
 	wh       webhooks // subscriptions and the outbox
 	ledger   []store.LedgerRecord
@@ -224,23 +224,14 @@ func (s *Store) applyTasks(c store.Commit) {
 			t.Status = store.TaskDone
 			t.Owner = ""
 			t.UpdatedAt = c.Event.Time
-			s.dequeue(t.ID)
+			s.queue.remove(t.ID)
 		}
 	}
 	if c.Enqueue != nil {
 		t := *c.Enqueue
 		t.Status = store.TaskPending
 		s.tasks[t.ID] = &t
-		s.queue = append(s.queue, t.ID)
-	}
-}
-
-func (s *Store) dequeue(id string) {
-	for i, q := range s.queue {
-		if q == id {
-			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			return
-		}
+		s.queue.add(&t)
 	}
 }
 
@@ -452,7 +443,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	for tid, t := range s.tasks {
 		if t.RunID == id {
 			delete(s.tasks, tid)
-			s.dequeue(tid)
+			s.queue.remove(tid)
 		}
 	}
 	s.compact(0)
@@ -480,27 +471,28 @@ func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range s.queue {
-		t := s.tasks[id]
+	t := s.queue.first(now, func(t *store.Task) bool {
+		if t.Status == store.TaskRunning && !now.After(t.LeaseUntil) {
+			return false // a lease ending now is not over
+		}
 		if workflows != nil {
 			slot, ok := s.lookup(t.RunID)
 			if !ok || !slices.Contains(workflows, s.names.strs[s.rec(slot).wf]) {
-				continue
+				return false
 			}
 		}
-		if t.Status == store.TaskPending && now.Before(t.NotBefore) {
-			continue
-		}
-		if t.Status == store.TaskPending || (t.Status == store.TaskRunning && now.After(t.LeaseUntil)) {
-			t.Status = store.TaskRunning
-			t.Owner = owner
-			t.LeaseUntil = now.Add(lease)
-			t.Attempts++
-			t.UpdatedAt = now
-			return *t, true, nil
-		}
+		return true
+	})
+	if t == nil {
+		return store.Task{}, false, nil
 	}
-	return store.Task{}, false, nil
+	t.Status = store.TaskRunning
+	t.Owner = owner
+	t.LeaseUntil = now.Add(lease)
+	t.Attempts++
+	t.UpdatedAt = now
+	s.queue.move(t.ID, t.LeaseUntil)
+	return *t, true, nil
 }
 
 // ExtendTask implements store.TaskStore.
@@ -515,6 +507,7 @@ func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Tim
 		return fmt.Errorf("memstore: task %s is not held by %s: %w", id, owner, store.ErrConflict)
 	}
 	t.LeaseUntil = until
+	s.queue.move(id, until)
 	return nil
 }
 
@@ -532,6 +525,7 @@ func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
 	t.Status = store.TaskPending
 	t.Owner = ""
 	t.LeaseUntil = time.Time{}
+	s.queue.move(id, time.Time{}) // claimable at once
 	return nil
 }
 
@@ -546,7 +540,7 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 	if t.Status != store.TaskDone {
 		t.Status = store.TaskDone
 		t.Owner = ""
-		s.dequeue(id)
+		s.queue.remove(id)
 	}
 	return nil
 }
@@ -555,7 +549,7 @@ func (s *Store) FinishTask(ctx context.Context, id string) error {
 func (s *Store) PendingTasks(ctx context.Context) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return int64(len(s.queue)), nil
+	return int64(s.queue.len()), nil
 }
 
 // AppendUnsigned appends a record without a checkpoint, as releases

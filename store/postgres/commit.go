@@ -397,10 +397,10 @@ func buildCommitSQL(parts int) string {
 	}
 	if enqueue {
 		fmt.Fprintf(&sb, `, q AS (
-	INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before)
-	SELECT $%d, $%d, $%d, $%d::bigint, 0, 'pending', '', NULL, $%d::timestamptz, $%d::timestamptz, $%d::integer, $%d::timestamptz FROM u
-)`, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		n += 8
+	INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before, ready_at)
+	SELECT $%d, $%d, $%d, $%d::bigint, 0, 'pending', '', NULL, $%d::timestamptz, $%d::timestamptz, $%d::integer, $%d::timestamptz, $%d::timestamptz FROM u
+)`, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9)
+		n += 9
 	}
 	if parts&partDoneTimers != 0 {
 		fmt.Fprintf(&sb, `, td AS (
@@ -452,7 +452,7 @@ func commitStatement(expected int64, c store.Commit) (string, []any) {
 	}
 	if t := c.Enqueue; t != nil {
 		k |= partEnqueue
-		args = append(args, t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt, max(t.Attempt, 1), optTime(t.NotBefore))
+		args = append(args, t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt, max(t.Attempt, 1), optTime(t.NotBefore), store.TaskReadyAt(t))
 	}
 	if len(c.DoneTimers) > 0 {
 		k |= partDoneTimers

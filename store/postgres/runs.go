@@ -113,9 +113,9 @@ func queueRest(b *pgx.Batch, c store.Commit) {
 			e.Time, c.Complete)
 	}
 	if t := c.Enqueue; t != nil {
-		b.Queue(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before)
-			VALUES ($1, $2, $3, $4, 0, 'pending', '', NULL, $5, $6, $7, $8)`,
-			t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt, max(t.Attempt, 1), optTime(t.NotBefore))
+		b.Queue(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before, ready_at)
+			VALUES ($1, $2, $3, $4, 0, 'pending', '', NULL, $5, $6, $7, $8, $9)`,
+			t.ID, t.RunID, t.State, t.Version, t.CreatedAt, t.UpdatedAt, max(t.Attempt, 1), optTime(t.NotBefore), store.TaskReadyAt(t))
 	}
 	b.Queue(`SELECT pg_notify($1, $2)`, Channel, c.Run.ID+":"+strconv.FormatInt(c.Run.Version, 10))
 }
@@ -340,27 +340,32 @@ func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 	return out, nil
 }
 
-// ClaimTask implements store.TaskStore. One statement picks the oldest
-// claimable task with FOR UPDATE SKIP LOCKED and marks it running, so
+// claimTaskQuery is ClaimTask's statement ($1 now, $2 owner, $3 the
+// lease's end, $4 the workflows or NULL).
+const claimTaskQuery = `WITH c AS (
+			SELECT tasks.id FROM tasks
+			WHERE tasks.status <> 'done' AND tasks.ready_at <= $1 -- the tasks_ready index
+			  AND (tasks.status = 'pending' OR tasks.lease_until < $1) -- a lease ending now is not over
+			  AND ($4::text[] IS NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = tasks.run_id AND r.workflow_id = ANY($4::text[])))
+			ORDER BY tasks.ready_at, tasks.id
+			LIMIT 1
+			FOR UPDATE OF tasks SKIP LOCKED
+		)
+		UPDATE tasks t SET status = 'running', owner = $2, lease_until = $3, ready_at = $3, attempts = t.attempts + 1, updated_at = $1
+		FROM c WHERE t.id = c.id
+		RETURNING t.id, t.run_id, t.state, t.version, t.attempts, t.status, t.owner, t.lease_until, t.created_at, t.updated_at, t.attempt, t.not_before`
+
+// ClaimTask implements store.TaskStore. One statement picks the first
+// claimable task of tasks_ready (ready_at <= now: it reads no task waiting
+// out a backoff or a live lease) with FOR UPDATE SKIP LOCKED and marks it
+// running, so
 // concurrent claimers (in any process) skip each other's rows; a row whose
 // claim committed meanwhile is re-checked against the WHERE clause and
 // skipped.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
 	var t store.Task
 	var leaseUntil, notBefore *time.Time
-	err := s.pool.QueryRow(ctx, `WITH c AS (
-			SELECT tasks.id FROM tasks
-			WHERE tasks.status <> 'done' -- the tasks_open index
-			  AND ((tasks.status = 'pending' AND (tasks.not_before IS NULL OR tasks.not_before <= $1))
-			    OR (tasks.status = 'running' AND tasks.lease_until < $1))
-			  AND ($4::text[] IS NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = tasks.run_id AND r.workflow_id = ANY($4::text[])))
-			ORDER BY tasks.created_at, tasks.id
-			LIMIT 1
-			FOR UPDATE OF tasks SKIP LOCKED
-		)
-		UPDATE tasks t SET status = 'running', owner = $2, lease_until = $3, attempts = t.attempts + 1, updated_at = $1
-		FROM c WHERE t.id = c.id
-		RETURNING t.id, t.run_id, t.state, t.version, t.attempts, t.status, t.owner, t.lease_until, t.created_at, t.updated_at, t.attempt, t.not_before`,
+	err := s.pool.QueryRow(ctx, claimTaskQuery,
 		now, owner, now.Add(lease), workflows).
 		Scan(&t.ID, &t.RunID, &t.State, &t.Version, &t.Attempts, &t.Status, &t.Owner, &leaseUntil, &t.CreatedAt, &t.UpdatedAt, &t.Attempt, &notBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -402,12 +407,12 @@ func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args .
 
 // ExtendTask implements store.TaskStore.
 func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
-	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND owner = $3 AND status = 'running'`, until, id, owner)
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = $1, ready_at = $1 WHERE id = $2 AND owner = $3 AND status = 'running'`, until, id, owner)
 }
 
 // ReleaseTask implements store.TaskStore.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
-	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = NULL WHERE id = $1 AND owner = $2 AND status = 'running'`, id, owner)
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = NULL, ready_at = '-infinity' WHERE id = $1 AND owner = $2 AND status = 'running'`, id, owner)
 }
 
 // FinishTask implements store.TaskStore.

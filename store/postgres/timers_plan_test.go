@@ -50,3 +50,16 @@ func TestTimerVoidUsesTimersRun(t *testing.T) {
 		t.Fatalf("plan of voiding a run's timers:\n%s", plan)
 	}
 }
+
+// Claiming a task walks tasks_ready from its start: no walk of the tasks
+// waiting out a backoff or a live lease, and no sort.
+func TestTaskClaimUsesItsIndex(t *testing.T) {
+	s := openPlanStore(t)
+	now := time.Unix(100, 0)
+	for _, wfs := range [][]string{nil, {"wf"}} {
+		plan := explain(t, s, claimTaskQuery, now, "w", now.Add(time.Minute), wfs)
+		if !strings.Contains(plan, "tasks_ready") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan on tasks") {
+			t.Errorf("plan of the task claim (workflows %v):\n%s\nwant a walk of tasks_ready, no sort", wfs, plan)
+		}
+	}
+}

@@ -115,9 +115,9 @@ func (s *Store) applyRest(tx wtx, c store.Commit, patchBytes int64) error {
 		}
 	}
 	if t := c.Enqueue; t != nil {
-		if _, err := tx.Exec(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before)
-			VALUES (?, ?, ?, ?, 0, 'pending', '', 0, ?, ?, ?, ?)`,
-			t.ID, t.RunID, t.State, t.Version, nanos(t.CreatedAt), nanos(t.UpdatedAt), max(t.Attempt, 1), nanos(t.NotBefore)); err != nil {
+		if _, err := tx.Exec(`INSERT INTO tasks (id, run_id, state, version, attempts, status, owner, lease_until, created_at, updated_at, attempt, not_before, ready_at)
+			VALUES (?, ?, ?, ?, 0, 'pending', '', 0, ?, ?, ?, ?, ?)`,
+			t.ID, t.RunID, t.State, t.Version, nanos(t.CreatedAt), nanos(t.UpdatedAt), max(t.Attempt, 1), nanos(t.NotBefore), nanos(store.TaskReadyAt(t))); err != nil {
 			return fmt.Errorf("sqlite: enqueue task: %w", err)
 		}
 	}
@@ -435,14 +435,16 @@ func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
 	return out, rows.Err()
 }
 
-// claimQuery picks the oldest claimable task. It repeats the tasks_open
-// index's condition (status != 'done') so that SQLite walks that index
-// instead of every task ever run, and checks a candidate's workflow by
-// looking its run up, not by listing every run of the served workflows.
+// claimQuery picks the claimable task that became claimable first (see
+// store.TaskStore.ClaimTask): the first entries of tasks_ready (ready_at
+// <= now) are the claimable tasks, so the claim reads no task waiting out
+// a backoff or a live lease. (A lease ending exactly now is not yet over,
+// hence the second test.) It checks a candidate's workflow by looking its
+// run up, not by listing every run of the served workflows.
 const claimQuery = `SELECT id, run_id, state, version, attempts, created_at, updated_at, lease_until, attempt, not_before FROM tasks
-	WHERE status != 'done' AND ((status = 'pending' AND not_before <= ?1) OR (status = 'running' AND lease_until < ?1))
+	WHERE status != 'done' AND ready_at <= ?1 AND (status = 'pending' OR lease_until < ?1)
 	  AND (? = '' OR EXISTS (SELECT 1 FROM runs WHERE runs.id = tasks.run_id AND runs.workflow_id IN (SELECT value FROM json_each(?))))
-	ORDER BY created_at, id LIMIT 1`
+	ORDER BY ready_at, id LIMIT 1`
 
 // ClaimTask implements store.TaskStore.
 func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, lease time.Duration, workflows []string) (store.Task, bool, error) {
@@ -469,7 +471,7 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now time.Time, leas
 		if notBefore != 0 {
 			t.NotBefore = fromNanos(notBefore)
 		}
-		if _, err := tx.Exec(`UPDATE tasks SET status = 'running', owner = ?, lease_until = ?, attempts = ?, updated_at = ? WHERE id = ?`,
+		if _, err := tx.Exec(`UPDATE tasks SET status = 'running', owner = ?1, lease_until = ?2, ready_at = ?2, attempts = ?3, updated_at = ?4 WHERE id = ?5`,
 			owner, nanos(t.LeaseUntil), t.Attempts, nanos(now), t.ID); err != nil {
 			return fmt.Errorf("sqlite: claim task: %w", err)
 		}
@@ -501,12 +503,12 @@ func (s *Store) ownedUpdate(ctx context.Context, id, owner, query string, args .
 
 // ExtendTask implements store.TaskStore.
 func (s *Store) ExtendTask(ctx context.Context, id, owner string, until time.Time) error {
-	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = ? WHERE id = ? AND owner = ? AND status = 'running'`, nanos(until), id, owner)
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET lease_until = ?1, ready_at = ?1 WHERE id = ?2 AND owner = ?3 AND status = 'running'`, nanos(until), id, owner)
 }
 
 // ReleaseTask implements store.TaskStore.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner string) error {
-	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = 0 WHERE id = ? AND owner = ? AND status = 'running'`, id, owner)
+	return s.ownedUpdate(ctx, id, owner, `UPDATE tasks SET status = 'pending', owner = '', lease_until = 0, ready_at = 0 WHERE id = ? AND owner = ? AND status = 'running'`, id, owner)
 }
 
 // FinishTask implements store.TaskStore.

@@ -180,7 +180,7 @@ func releaseLeases(ctx context.Context, db *sql.DB) error {
 	if _, err := db.ExecContext(ctx, `UPDATE timers SET owner = '', lease_until = 0, ready_at = due_at WHERE owner != ''`); err != nil {
 		return fmt.Errorf("release timer leases: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = 0 WHERE status = 'running'`); err != nil {
+	if _, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = 0, ready_at = 0 WHERE status = 'running'`); err != nil {
 		return fmt.Errorf("release task leases: %w", err)
 	}
 	if _, err := db.ExecContext(ctx, `UPDATE webhook_deliveries SET owner = '', lease_until = 0, ready_at = next_at WHERE status = 'pending' AND owner != ''`); err != nil {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TaskStore(t *testing.T, newStore func(t *testing.T) RunsAndTasks) {
 		{"TaskConcurrentClaim", testTaskConcurrentClaim},
 		{"TaskReleaseAndFinish", testTaskReleaseAndFinish},
 		{"TaskClaimByWorkflow", testTaskClaimByWorkflow},
+		{"TaskClaimOrder", testTaskClaimOrder},
 		{"TasksDeletedWithRun", testTasksDeletedWithRun},
 	})
 }
@@ -218,19 +220,66 @@ func testTaskClaimByWorkflow(t *testing.T, s RunsAndTasks) {
 	if err := s.CreateRun(ctx(), cur); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := s.ClaimTask(ctx(), "w-new", t0, time.Hour, []string{"new-v1", "other-v1"})
+	now := t0.Add(time.Second)
+	got, ok, err := s.ClaimTask(ctx(), "w-new", now, time.Hour, []string{"new-v1", "other-v1"})
 	if err != nil || !ok || got.ID != "wf-new.1" {
 		t.Fatalf("ClaimTask(new-v1) = %+v, %v, %v; want wf-new.1 (not the older task of old-v1)", got, ok, err)
 	}
-	if got, ok, _ := s.ClaimTask(ctx(), "w-new", t0, time.Hour, []string{"new-v1"}); ok {
+	if got, ok, _ := s.ClaimTask(ctx(), "w-new", now, time.Hour, []string{"new-v1"}); ok {
 		t.Fatalf("claimed %s, a task of a workflow not served", got.ID)
 	}
-	if _, ok, _ := s.ClaimTask(ctx(), "w-none", t0, time.Hour, []string{}); ok {
+	if _, ok, _ := s.ClaimTask(ctx(), "w-none", now, time.Hour, []string{}); ok {
 		t.Fatal("an empty workflow list claimed a task")
 	}
-	got, ok, _ = s.ClaimTask(ctx(), "w-any", t0, time.Hour, nil)
+	got, ok, _ = s.ClaimTask(ctx(), "w-any", now, time.Hour, nil)
 	if !ok || got.ID != "wf-old.1" {
 		t.Fatalf("ClaimTask(any) = %+v, %v; want wf-old.1", got, ok)
+	}
+}
+
+// testTaskClaimOrder: tasks are claimed in the order they became
+// claimable, not created: a retry when its NotBefore passed, a running
+// task when its lease ended, a fresh task when it was created (ties by
+// id); a released task at once. Nothing is claimed before it is ready.
+func testTaskClaimOrder(t *testing.T, s RunsAndTasks) {
+	enqueue := func(run string, tk *store.Task) {
+		t.Helper()
+		c := NewRun(run)
+		c.Enqueue = tk
+		if err := s.CreateRun(ctx(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue("ord-c", task("ord-c.1", "ord-c", 1)) // created at t0
+	retry := task("ord-d.2", "ord-d", 1)          // created at t0, a retry due at t0+5s
+	retry.Attempt, retry.NotBefore = 2, t0.Add(5*time.Second)
+	enqueue("ord-d", retry)
+	fresh := task("ord-a.1", "ord-a", 1) // created at t0+10s
+	fresh.CreatedAt, fresh.UpdatedAt = t0.Add(10*time.Second), t0.Add(10*time.Second)
+	enqueue("ord-a", fresh)
+	if got, ok, err := s.ClaimTask(ctx(), "w", t0.Add(2*time.Second), 5*time.Second, nil); err != nil || !ok || got.ID != "ord-c.1" {
+		t.Fatalf("ClaimTask at t0+2s = %+v, %v, %v; want ord-c.1, the one task ready", got, ok, err)
+	}
+	if got, ok, err := s.ClaimTask(ctx(), "w", t0.Add(4*time.Second), time.Minute, nil); ok || err != nil {
+		t.Fatalf("ClaimTask at t0+4s = %+v, %v, %v; want none (a retry not due, a live lease, a task not yet created)", got, ok, err)
+	}
+	var order []string
+	for range 3 {
+		got, ok, err := s.ClaimTask(ctx(), "w2", t0.Add(20*time.Second), time.Minute, nil)
+		if err != nil || !ok {
+			t.Fatalf("ClaimTask at t0+20s after %v = %v, %v", order, ok, err)
+		}
+		order = append(order, got.ID)
+	}
+	// ord-d.2 ready at t0+5s, ord-c.1's lease ended at t0+7s, ord-a.1 created at t0+10s.
+	if want := []string{"ord-d.2", "ord-c.1", "ord-a.1"}; !slices.Equal(order, want) {
+		t.Fatalf("claim order %v, want %v", order, want)
+	}
+	if err := s.ReleaseTask(ctx(), "ord-a.1", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.ClaimTask(ctx(), "w3", t0.Add(20*time.Second), time.Minute, nil); err != nil || !ok || got.ID != "ord-a.1" {
+		t.Fatalf("ClaimTask after a release = %+v, %v, %v; want ord-a.1", got, ok, err)
 	}
 }
 

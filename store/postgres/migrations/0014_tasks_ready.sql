@@ -1,0 +1,14 @@
+-- A task's place in the claim order (ClaimTask): ready_at is when it
+-- became claimable (while pending: its creation, or its retry's
+-- not-before time, or -infinity once released; while running: its
+-- lease's end). A claim walks tasks_ready from the start and reads only
+-- claimable tasks, however many wait out a retry's backoff or a live
+-- lease (tasks_open, by creation, read every one of those before a task
+-- created after them).
+ALTER TABLE tasks ADD COLUMN ready_at timestamptz;
+UPDATE tasks SET ready_at = CASE
+    WHEN status = 'running' THEN COALESCE(lease_until, '-infinity')
+    ELSE COALESCE(not_before, created_at) END
+  WHERE status <> 'done';
+CREATE INDEX tasks_ready ON tasks (ready_at, id) WHERE status <> 'done';
+DROP INDEX tasks_open;
