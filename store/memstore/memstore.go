@@ -34,8 +34,9 @@ type Store struct {
 	groupN   map[uint64]int32 // entries per index group
 	scratch  []byte           // an encoding buffer, under mu
 	tasks    map[string]*store.Task
-	queue    taskQueue // the open tasks (pending or running), in claim order
-	tm       timers    // pending timers
+	runTasks map[string][]string // run id -> its tasks' ids (DeleteRun)
+	queue    taskQueue           // the open tasks (pending or running), in claim order
+	tm       timers              // pending timers
 	sched    schedules
 	wh       webhooks // subscriptions and the outbox
 	ledger   []store.LedgerRecord
@@ -156,20 +157,21 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	s := &Store{
-		recs:   newSlab[runRec](9),
-		byHash: map[uint64]int32{},
-		seed:   maphash.MakeSeed(),
-		ar:     newArena(),
-		groupN: map[uint64]int32{},
-		tasks:  map[string]*store.Task{},
-		byInv:  map[string]int64{},
-		byKey:  map[string][]int64{},
-		replay: map[string][]string{},
-		scopes: map[string][]string{},
-		counts: map[countKey]int64{},
-		names:  newNames(),
-		tm:     newTimers(),
-		wh:     newWebhooks(),
+		recs:     newSlab[runRec](9),
+		byHash:   map[uint64]int32{},
+		seed:     maphash.MakeSeed(),
+		ar:       newArena(),
+		groupN:   map[uint64]int32{},
+		tasks:    map[string]*store.Task{},
+		runTasks: map[string][]string{},
+		byInv:    map[string]int64{},
+		byKey:    map[string][]int64{},
+		replay:   map[string][]string{},
+		scopes:   map[string][]string{},
+		counts:   map[countKey]int64{},
+		names:    newNames(),
+		tm:       newTimers(),
+		wh:       newWebhooks(),
 	}
 	s.idx = newRunIndex(s.idOf)
 	return s
@@ -231,6 +233,7 @@ func (s *Store) applyTasks(c store.Commit) {
 		t := *c.Enqueue
 		t.Status = store.TaskPending
 		s.tasks[t.ID] = &t
+		s.runTasks[t.RunID] = append(s.runTasks[t.RunID], t.ID)
 		s.queue.add(&t)
 	}
 }
@@ -440,12 +443,11 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 	s.count(e.wf, e.status, -1)
 	s.dropTimers(slot)
 	s.dropRun(slot, id)
-	for tid, t := range s.tasks {
-		if t.RunID == id {
-			delete(s.tasks, tid)
-			s.queue.remove(tid)
-		}
+	for _, tid := range s.runTasks[id] {
+		delete(s.tasks, tid)
+		s.queue.remove(tid)
 	}
+	delete(s.runTasks, id)
 	s.compact(0)
 	return nil
 }
