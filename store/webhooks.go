@@ -176,9 +176,19 @@ type AttemptRecord struct {
 	// ID is the delivery's.
 	ID      string
 	Attempt DeliveryAttempt
-	// Status and NextAt settle the delivery, as RecordAttempt's.
+	// Status and NextAt settle the delivery (see RecordAttempts).
 	Status string
 	NextAt time.Time
+}
+
+// RecordAttempt records one attempt with w.RecordAttempts: the record's
+// refusal, or the write's error.
+func RecordAttempt(ctx context.Context, w WebhookStore, id, owner string, a DeliveryAttempt, status string, nextAt time.Time) error {
+	errs, err := w.RecordAttempts(ctx, owner, []AttemptRecord{{ID: id, Attempt: a, Status: status, NextAt: nextAt}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 // CheckAttempt checks RecordAttempt's arguments: a known status, and a
@@ -313,24 +323,21 @@ type WebhookStore interface {
 	// claim disjoint sets without waiting for each other).
 	ClaimDeliveries(ctx context.Context, now time.Time, limit int, owner string, leaseUntil time.Time) ([]Delivery, error)
 
-	// RecordAttempt appends attempt a to delivery id (numbered
-	// Attempts+1: a.N and a.DeliveryID are set by the store) and settles
-	// the delivery: status DeliveryPending schedules a retry at nextAt,
-	// DeliveryDelivered and DeliveryFailed end it (nextAt is then
-	// ignored). It sets Attempts, LastError (a.Error), FirstAttemptAt (a.At,
-	// when zero) and UpdatedAt (a.At), and ends the lease. ErrConflict
-	// when owner does not hold the delivery's lease (never claimed,
-	// settled, or claimed by another since its lease ended); a holder
-	// whose lease ended unnoticed may still record. ErrNotFound for an
-	// unknown delivery.
-	RecordAttempt(ctx context.Context, id, owner string, a DeliveryAttempt, status string, nextAt time.Time) error
-
-	// RecordAttempts is RecordAttempt for each of rs, all held by owner,
-	// in one write (one transaction): errs[i] is what RecordAttempt would
-	// return for rs[i] (ErrConflict, ErrNotFound, a refused status), and
-	// each record is stored or refused on its own, in order. When the
-	// write as a whole fails, err says why, errs is nil and nothing is
-	// recorded. The delivery loop records the answers of a claim this way.
+	// RecordAttempts appends to each delivery rs[i].ID the attempt
+	// rs[i].Attempt (numbered Attempts+1: N and DeliveryID are set by the
+	// store) and settles it: status DeliveryPending schedules a retry at
+	// NextAt, DeliveryDelivered and DeliveryFailed end it (NextAt is then
+	// ignored). It sets Attempts, LastError (Attempt.Error),
+	// FirstAttemptAt (Attempt.At, when zero) and UpdatedAt (Attempt.At),
+	// and ends the lease. All the records are held by owner and written in
+	// one write (one transaction), each stored or refused on its own, in
+	// order: errs[i] is ErrConflict when owner does not hold rs[i]'s lease
+	// (never claimed, settled, or claimed by another since its lease
+	// ended; a holder whose lease ended unnoticed may still record),
+	// ErrNotFound for an unknown delivery, or CheckAttempt's refusal.
+	// When the write as a whole fails, err says why, errs is nil and
+	// nothing is recorded. The delivery loop records the answers of a
+	// claim this way; RecordAttempt records one.
 	RecordAttempts(ctx context.Context, owner string, rs []AttemptRecord) (errs []error, err error)
 
 	// NextDeliveryDue returns the earliest time at which ClaimDeliveries

@@ -324,18 +324,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, o
 	return out, nil
 }
 
-// RecordAttempt implements store.WebhookStore.
-func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
-	if err := store.CheckAttempt(status, nextAt); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.recordAttempt(id, owner, a, status, nextAt)
-}
-
-// RecordAttempts implements store.WebhookStore: RecordAttempt's work for
-// each record, under one lock.
+// RecordAttempts implements store.WebhookStore: recordAttempt for each
+// record, under one lock.
 func (s *Store) RecordAttempts(ctx context.Context, owner string, rs []store.AttemptRecord) ([]error, error) {
 	errs := make([]error, len(rs))
 	s.mu.Lock()
@@ -348,8 +338,8 @@ func (s *Store) RecordAttempts(ctx context.Context, owner string, rs []store.Att
 	return errs, nil
 }
 
-// recordAttempt is RecordAttempt once its arguments are checked, under
-// mu.
+// recordAttempt records one attempt (see store.WebhookStore.RecordAttempts)
+// once its arguments are checked, under mu.
 func (s *Store) recordAttempt(id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
 	w := &s.wh
 	r, ok := w.dels[id]

@@ -234,26 +234,6 @@ const recordAttemptQuery = `WITH cur AS (
 	)
 	SELECT EXISTS (SELECT 1 FROM cur), (SELECT n FROM ok)`
 
-// RecordAttempt implements store.WebhookStore.
-func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
-	if err := store.CheckAttempt(status, nextAt); err != nil {
-		return err
-	}
-	var exists bool
-	var n *int
-	err := s.pool.QueryRow(ctx, recordAttemptQuery, id, owner, a.At, a.Status, text(a.Class), int64(a.Duration), text(a.Answer), text(a.Error),
-		status, optTime(nextAt)).Scan(&exists, &n)
-	switch {
-	case err != nil:
-		return fmt.Errorf("postgres: record attempt of delivery %s: %w", id, err)
-	case !exists:
-		return fmt.Errorf("postgres: delivery %s: %w", id, store.ErrNotFound)
-	case n == nil:
-		return fmt.Errorf("postgres: delivery %s is not held by %s: %w", id, owner, store.ErrConflict)
-	}
-	return nil
-}
-
 // RecordAttempts implements store.WebhookStore: recordAttemptQuery for
 // each record, sent as one batch: one round trip, and one transaction
 // (the statements of a batch run in the implicit transaction that ends

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -199,17 +198,6 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, o
 	}
 	store.SortDeliveries(out)
 	return out, nil
-}
-
-// RecordAttempt implements store.WebhookStore.
-func (s *Store) RecordAttempt(ctx context.Context, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
-	if err := store.CheckAttempt(status, nextAt); err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx wtx) error {
-		refused, err := recordAttempt(tx, id, owner, a, status, nextAt)
-		return cmp.Or(err, refused)
-	})
 }
 
 // RecordAttempts implements store.WebhookStore: the records in one write
