@@ -46,19 +46,25 @@ type DueTimer struct {
 	// At is when the timer is due (zero when Err is set).
 	At time.Time
 	// Err, a *TimerError, says why the due time cannot be computed (an
-	// `at` expression that fails or does not yield a time); the engine
-	// records it and sets no timer.
+	// `at` expression that fails or does not yield a time, a due time
+	// after 2262); the engine records it and sets no timer.
 	Err error
 }
 
 // TimerError is why a timer's due time cannot be computed from a run's
-// data. Its message is meant for the run's event log.
+// data (or, for an `after` timer, from the time the state was entered).
+// Its message is meant for the run's event log.
 type TimerError struct {
 	State, Action, At string
-	Err               error
+	// After is the timer's duration when it has no At.
+	After time.Duration
+	Err   error
 }
 
 func (e *TimerError) Error() string {
+	if e.At == "" {
+		return fmt.Sprintf("timer %q of state %s: after %s: %v", e.Action, e.State, e.After, e.Err)
+	}
 	return fmt.Sprintf("timer %q of state %s: at %q: %v", e.Action, e.State, e.At, e.Err)
 }
 
@@ -70,10 +76,15 @@ var ErrNotATime = errors.New("the expression does not yield a time")
 
 // DueAt returns when t is due for a run that entered state at entered with
 // data: entered+After, or the time At yields (which may be before entered:
-// the timer is due at once). The error is a *TimerError.
+// the timer is due at once). The error is a *TimerError; an After that
+// reaches past the latest time a store keeps (2262) is one too.
 func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (time.Time, error) {
 	if t.At == "" {
-		return entered.Add(t.After), nil
+		at := entered.Add(t.After)
+		if at.After(lastDue) {
+			return time.Time{}, &TimerError{State: state, Action: t.Action, After: t.After, Err: tooLate(at)}
+		}
+		return at, nil
 	}
 	fail := func(err error) (time.Time, error) {
 		return time.Time{}, &TimerError{State: state, Action: t.Action, At: t.At, Err: err}
@@ -129,9 +140,14 @@ func inRange(at, entered time.Time) (time.Time, error) {
 	case at.Before(time.Unix(0, 0)):
 		return entered, nil
 	case at.After(lastDue):
-		return time.Time{}, fmt.Errorf("%w: %s is after %s, the latest due time a timer can have", ErrNotATime, at.UTC().Format(time.RFC3339), lastDue.Format(time.RFC3339))
+		return time.Time{}, fmt.Errorf("%w: %w", ErrNotATime, tooLate(at))
 	}
 	return at, nil
+}
+
+// tooLate says that at, after lastDue, cannot be a timer's due time.
+func tooLate(at time.Time) error {
+	return fmt.Errorf("%s is after %s, the latest due time a timer can have", at.UTC().Format(time.RFC3339), lastDue.Format(time.RFC3339))
 }
 
 // Body returns the request body t fires its action with, for a run whose

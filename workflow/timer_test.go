@@ -208,6 +208,21 @@ func TestDueTimers(t *testing.T) {
 			t.Errorf("due_at %s: due %v (%v) and %v (%v), want both %v", day, due[1].At, due[1].Err, due[2].At, due[2].Err, entered)
 		}
 	}
+	// An `after` that reaches past 2262 from the entry cannot be stored
+	// either (a store keeps nanoseconds since 1970): like such an `at`, it
+	// is not set, rather than wrapping round to a time long past and
+	// firing at once.
+	long := workflow.New("long-v1", "A")
+	long.State("A").After(106751*24*time.Hour, "a")
+	long.State("Z")
+	long.Transition("A", "a", "Z")
+	ls, _ := long.MustBuild().State("A")
+	due = ls.DueTimers(nil, entered)
+	var te *workflow.TimerError
+	if !errors.As(due[0].Err, &te) || te.Action != "a" || te.After != 106751*24*time.Hour ||
+		!strings.Contains(due[0].Err.Error(), "after 2262-04-11T23:47:16Z") || !strings.Contains(due[0].Err.Error(), "after 2562024h0m0s") {
+		t.Errorf("after 106751d: due %v (%v), want a TimerError saying it is after 2262", due[0].At, due[0].Err)
+	}
 	// An expression that cannot be evaluated for this data.
 	due = s.DueTimers(map[string]any{"due_at": "2026-05-03T09:30:00Z", "day": "someday"}, entered)
 	if due[2].Err == nil || !strings.Contains(due[2].Err.Error(), "could not be evaluated") {
