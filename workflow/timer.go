@@ -100,8 +100,13 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 	if data == nil {
 		data = map[string]any{}
 	}
-	out, err := expr.Run(prog, map[string]any{"data": data})
+	budget := &guardBudget{deadline: time.Now().Add(GuardTimeout), now: time.Now}
+	machine := vm.VM{MemoryBudget: GuardMemory}
+	out, err := machine.Run(prog, map[string]any{"data": data, "asmp_budget": budget})
 	if err != nil {
+		if errors.Is(err, errGuardBound) || strings.Contains(err.Error(), "memory budget exceeded") {
+			return fail(fmt.Errorf("the expression was stopped: %v; its bounds, a guard's, are %d steps, %s and expr-lang's memory budget of %d per evaluation", boundOf(err), GuardSteps, GuardTimeout, GuardMemory))
+		}
 		return fail(fmt.Errorf("the expression could not be evaluated: %s", oneLine(err.Error())))
 	}
 	switch v := out.(type) {
@@ -195,7 +200,9 @@ var timeType = reflect.TypeOf(time.Time{})
 
 // compileAt compiles a timer's `at` expression in the environment guards
 // use. An expression whose type is known and is neither a string nor a
-// time is refused here, not when it fires.
+// time is refused here, not when it fires. It is type-checked as written;
+// what runs is the same expression with every predicate ticking an
+// evaluation budget, as a guard's does (DueAt passes it as asmp_budget).
 func compileAt(src string) (*vm.Program, error) {
 	p, err := expr.Compile(src, exprEnv())
 	if err != nil {
@@ -208,7 +215,8 @@ func compileAt(src string) (*vm.Program, error) {
 			return nil, fmt.Errorf("%w: it yields %s; give a time (e.g. date(data.due_at)) or an RFC 3339 string (e.g. data.due_at)", ErrNotATime, typ)
 		}
 	}
-	return p, nil
+	return expr.Compile(src, expr.Env(map[string]any{"data": map[string]any{}, "asmp_budget": (*guardBudget)(nil)}),
+		tickFunc, expr.Patch(tickPatch{}))
 }
 
 // ParseDuration parses a Go duration (300ms, 90s, 10m, 1h30m) that may also

@@ -370,3 +370,30 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// An `at` expression is evaluated within the bounds of a guard's (steps,
+// time, memory): it runs in the commit that enters its state and again for
+// every frame of the run's event log, so an expression that is quadratic
+// in the run's data is stopped, and the timer is not set, saying why.
+func TestDueTimerAtIsBounded(t *testing.T) {
+	b := workflow.New("slow-v1", "A")
+	b.State("A").At("none(data.a, {# in data.b}) ? data.due : data.due", "go")
+	b.State("Z")
+	b.Transition("A", "go", "Z")
+	s, _ := b.MustBuild().State("A")
+	a, bs := make([]any, 10000), make([]any, 10000)
+	for i := range a {
+		a[i], bs[i] = int64(i), int64(i+10000)
+	}
+	start := time.Now()
+	due := s.DueTimers(map[string]any{"a": a, "b": bs, "due": "2030-01-01T00:00:00Z"}, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	var te *workflow.TimerError
+	if !errors.As(due[0].Err, &te) || !strings.Contains(due[0].Err.Error(), "was stopped") {
+		t.Fatalf("quadratic at: due %v (%v) after %s, want a TimerError saying it was stopped", due[0].At, due[0].Err, time.Since(start))
+	}
+	// Within the bounds it yields its time as before.
+	due = s.DueTimers(map[string]any{"a": a[:10], "b": bs[:10], "due": "2030-01-01T00:00:00Z"}, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	if due[0].Err != nil || !due[0].At.Equal(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("small data: due %v (%v)", due[0].At, due[0].Err)
+	}
+}
