@@ -189,7 +189,12 @@ func (f *Follower) Items(ctx context.Context) iter.Seq[FollowItem] {
 				return
 			}
 		default:
+			// Read again (the run may have moved since Follow looked it
+			// up), with its pending timers: the current frame names them.
 			cur, err := e.GetRun(ctx, run.ID)
+			if err == nil {
+				err = e.loadTimers(ctx, cur)
+			}
 			if err != nil {
 				yield(f.end(EndError, protocol.ErrorHint(err), err))
 				return

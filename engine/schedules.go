@@ -100,7 +100,9 @@ func (e *Engine) scheduleView(s store.Schedule) *Schedule {
 // (their `schedules:` entries, each under its workflow.Schedule.Key): the
 // new ones from now, the ones stored before with their last tick, and the
 // stored file schedules of served workflows that the files no longer have
-// are deleted. Servers call it at start, before StartSchedules.
+// are deleted. Servers call it at start, before StartSchedules. A
+// schedule whose data is over the run data limit (Options.MaxRunData) is
+// ETooLarge, and nothing is stored.
 func (e *Engine) SyncFileSchedules(ctx context.Context) error {
 	now := store.ScheduleTime(e.clock.Now())
 	var ss []store.Schedule
@@ -114,6 +116,12 @@ func (e *Engine) SyncFileSchedules(ctx context.Context) error {
 				b, err := json.Marshal(s.Data)
 				if err != nil {
 					return internal("could not store a schedule's data", err)
+				}
+				if int64(len(b)) > e.maxData {
+					// Every tick would be refused: say so now, as POST
+					// /schedules does.
+					return protocol.Errorf(protocol.ETooLarge, "A schedule of workflow %q (cron %q) has data of %d bytes of JSON, but a run's data is at most %d (asmp serve --max-run-data): no tick could start its run. Make the data smaller or raise the limit.",
+						d.ID, s.Cron, len(b), e.maxData).With("limit_bytes", e.maxData).With("size_bytes", len(b))
 				}
 				data = b
 			}

@@ -550,3 +550,21 @@ func TestScheduleLoopBacksOffWhileTheStoreFails(t *testing.T) {
 		t.Fatalf("%d tries to start the run in 3 s of a failing store, want 5 or 6 (backing off)", n)
 	}
 }
+
+// A file schedule whose data is over the run data limit could never start
+// a run (each tick would be refused): syncing refuses it, as POST
+// /schedules does, naming the workflow and the limit, and stores nothing.
+func TestSyncFileSchedulesRefusesDataOverTheLimit(t *testing.T) {
+	st := memstore.New()
+	eng, err := engine.New(st, []*workflow.Definition{reportFlow(t, "*/5 * * * *")}, &engine.Options{Clock: clock.NewFake(schedT0), MaxRunData: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = eng.SyncFileSchedules(context.Background())
+	if protocol.ErrorCode(err) != protocol.ETooLarge || !strings.Contains(protocol.ErrorHint(err), "report-v1") || !strings.Contains(protocol.ErrorHint(err), "10") {
+		t.Fatalf("SyncFileSchedules = %v, want too_large naming report-v1 and the limit", err)
+	}
+	if ss, err := st.ListSchedules(context.Background(), "", 10); err != nil || len(ss) != 0 {
+		t.Fatalf("stored schedules %+v, %v; want none", ss, err)
+	}
+}

@@ -150,3 +150,32 @@ func TestEventFrameTimerLinks(t *testing.T) {
 		}
 	}
 }
+
+// The first frame of a follow (a stream opened without Last-Event-ID) is
+// the run's current frame, so it names the run's pending timers, as GET
+// of the run does.
+func TestFollowFirstFrameNamesTimers(t *testing.T) {
+	fc := clock.NewFake(timerT0)
+	r := newTimerRig(t, memstore.New(), fc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := r.start(t, map[string]any{"due_at": timerT0.Add(time.Hour).Format(time.RFC3339)})
+	fl, err := r.eng.Follow(ctx, engine.FollowRequest{RunID: run.ID, Base: linkBase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := range fl.Items(ctx) {
+		if it.Frame == nil {
+			t.Fatalf("first item %+v, want a frame", it)
+		}
+		f, err := it.Frame.Frame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"escalate": "2026-05-01T09:10:00Z", "expire": "2026-05-01T10:00:00Z"}
+		if got := timerLinkDue(t, f); !maps.Equal(got, want) {
+			t.Fatalf("first frame of the follow: timers %v, want %v", got, want)
+		}
+		break
+	}
+}

@@ -380,10 +380,14 @@ func (e *Engine) claimDue(ctx context.Context, now time.Time, limit int, owner s
 	return ts, nil, err
 }
 
-// fireAll hands ts, claimed for o.Owner, to f: each fires once a place
-// among the Concurrency is free, on runs[i], its run as claimed, when
-// runs is not nil. Once ctx ends (stopping), the timers not yet started
-// are handed back at once rather than left to their leases.
+// fireAll hands ts, claimed for o.Owner, to f: the timers of each run
+// fire in turn, in the order of ts (by due time), the runs once a place
+// among the Concurrency is free; the first on runs[i], its run as claimed,
+// when runs is not nil. So of two timers of one run due together (a
+// server that was down past both) the earlier fires first and the later,
+// its run moved on, is void: they never race. Once ctx ends (stopping),
+// the timers not yet started are handed back at once rather than left to
+// their leases.
 func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer, runs []store.Run) {
 	f.mu.Lock()
 	f.n += len(ts)
@@ -397,10 +401,21 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 		default:
 		}
 	}
+	var groups [][]int // indexes into ts, one group per run
+	group := map[string]int{}
 	for i, t := range ts {
+		g, ok := group[t.RunID]
+		if !ok {
+			g = len(groups)
+			group[t.RunID] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for _, g := range groups {
 		var known *store.Run
-		if runs != nil && runs[i].ID == t.RunID {
-			known = &runs[i]
+		if first := g[0]; runs != nil && runs[first].ID == ts[first].RunID {
+			known = &runs[first]
 		}
 		took := false
 		select {
@@ -412,17 +427,26 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 			if took {
 				<-f.sem
 			}
-			if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-				e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
+			for _, i := range g {
+				if err := e.store.ReleaseTimer(context.Background(), ts[i].ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+					e.log.Warn("releasing a timer failed; its lease will end", "timer", ts[i].ID, "err", err)
+				}
+				done()
 			}
-			done()
 			continue
 		}
 		f.wg.Add(1)
 		go func() {
-			defer func() { <-f.sem; done(); f.wg.Done() }()
-			if err := e.fireTimer(context.Background(), t, known); err != nil {
-				e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+			defer func() { <-f.sem; f.wg.Done() }()
+			for n, i := range g {
+				t := ts[i]
+				if n > 0 {
+					known = nil // the run may have moved on: read it again
+				}
+				if err := e.fireTimer(context.Background(), t, known); err != nil {
+					e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+				}
+				done()
 			}
 		}()
 	}

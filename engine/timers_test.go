@@ -666,3 +666,29 @@ func TestTimerClaimedWithoutItsRun(t *testing.T) {
 		})
 	}
 }
+
+// Two timers of one run that are both due when the loop looks (a server
+// that was down past both) fire in the order they fell due: the first
+// moves the run on and voids the second, as it would have on a server
+// that ran all along; they never race each other.
+func TestTimersOfOneRunFireInDueOrder(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		r := newTimerRig(t, b.New(t).Open(t), clock.NewFake(timerT0))
+		due := timerT0.Add(11 * time.Minute).Format(time.RFC3339) // after escalate's 10m
+		ids := make([]string, 32)
+		for i := range ids {
+			ids[i] = r.start(t, map[string]any{"due_at": due}).ID
+		}
+		r.clock.Advance(time.Hour)
+		r.fire(t)
+		for _, id := range ids {
+			if got := r.get(t, id); got.State != "ESCALATED" {
+				t.Fatalf("run %s is in %s: the timer due at %s fired before escalate, due at %s; events %+v",
+					id, got.State, due, timerT0.Add(10*time.Minute).Format(time.RFC3339), timerEvents(r.events(t, id)))
+			}
+			if te := timerEvents(r.events(t, id)); len(te) != 1 || te[0].Action != "escalate" {
+				t.Fatalf("run %s: timer events %+v, want escalate alone", id, te)
+			}
+		}
+	})
+}

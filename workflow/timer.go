@@ -46,19 +46,25 @@ type DueTimer struct {
 	// At is when the timer is due (zero when Err is set).
 	At time.Time
 	// Err, a *TimerError, says why the due time cannot be computed (an
-	// `at` expression that fails or does not yield a time); the engine
-	// records it and sets no timer.
+	// `at` expression that fails or does not yield a time, a due time
+	// after 2262); the engine records it and sets no timer.
 	Err error
 }
 
 // TimerError is why a timer's due time cannot be computed from a run's
-// data. Its message is meant for the run's event log.
+// data (or, for an `after` timer, from the time the state was entered).
+// Its message is meant for the run's event log.
 type TimerError struct {
 	State, Action, At string
-	Err               error
+	// After is the timer's duration when it has no At.
+	After time.Duration
+	Err   error
 }
 
 func (e *TimerError) Error() string {
+	if e.At == "" {
+		return fmt.Sprintf("timer %q of state %s: after %s: %v", e.Action, e.State, e.After, e.Err)
+	}
 	return fmt.Sprintf("timer %q of state %s: at %q: %v", e.Action, e.State, e.At, e.Err)
 }
 
@@ -70,10 +76,15 @@ var ErrNotATime = errors.New("the expression does not yield a time")
 
 // DueAt returns when t is due for a run that entered state at entered with
 // data: entered+After, or the time At yields (which may be before entered:
-// the timer is due at once). The error is a *TimerError.
+// the timer is due at once). The error is a *TimerError; an After that
+// reaches past the latest time a store keeps (2262) is one too.
 func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (time.Time, error) {
 	if t.At == "" {
-		return entered.Add(t.After), nil
+		at := entered.Add(t.After)
+		if at.After(lastDue) {
+			return time.Time{}, &TimerError{State: state, Action: t.Action, After: t.After, Err: tooLate(at)}
+		}
+		return at, nil
 	}
 	fail := func(err error) (time.Time, error) {
 		return time.Time{}, &TimerError{State: state, Action: t.Action, At: t.At, Err: err}
@@ -89,8 +100,13 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 	if data == nil {
 		data = map[string]any{}
 	}
-	out, err := expr.Run(prog, map[string]any{"data": data})
+	budget := &guardBudget{deadline: time.Now().Add(GuardTimeout), now: time.Now}
+	machine := vm.VM{MemoryBudget: GuardMemory}
+	out, err := machine.Run(prog, map[string]any{"data": data, "asmp_budget": budget})
 	if err != nil {
+		if errors.Is(err, errGuardBound) || strings.Contains(err.Error(), "memory budget exceeded") {
+			return fail(fmt.Errorf("the expression was stopped: %v; its bounds, a guard's, are %d steps, %s and expr-lang's memory budget of %d per evaluation", boundOf(err), GuardSteps, GuardTimeout, GuardMemory))
+		}
 		return fail(fmt.Errorf("the expression could not be evaluated: %s", oneLine(err.Error())))
 	}
 	switch v := out.(type) {
@@ -129,9 +145,14 @@ func inRange(at, entered time.Time) (time.Time, error) {
 	case at.Before(time.Unix(0, 0)):
 		return entered, nil
 	case at.After(lastDue):
-		return time.Time{}, fmt.Errorf("%w: %s is after %s, the latest due time a timer can have", ErrNotATime, at.UTC().Format(time.RFC3339), lastDue.Format(time.RFC3339))
+		return time.Time{}, fmt.Errorf("%w: %w", ErrNotATime, tooLate(at))
 	}
 	return at, nil
+}
+
+// tooLate says that at, after lastDue, cannot be a timer's due time.
+func tooLate(at time.Time) error {
+	return fmt.Errorf("%s is after %s, the latest due time a timer can have", at.UTC().Format(time.RFC3339), lastDue.Format(time.RFC3339))
 }
 
 // Body returns the request body t fires its action with, for a run whose
@@ -179,7 +200,9 @@ var timeType = reflect.TypeOf(time.Time{})
 
 // compileAt compiles a timer's `at` expression in the environment guards
 // use. An expression whose type is known and is neither a string nor a
-// time is refused here, not when it fires.
+// time is refused here, not when it fires. It is type-checked as written;
+// what runs is the same expression with every predicate ticking an
+// evaluation budget, as a guard's does (DueAt passes it as asmp_budget).
 func compileAt(src string) (*vm.Program, error) {
 	p, err := expr.Compile(src, exprEnv())
 	if err != nil {
@@ -192,7 +215,8 @@ func compileAt(src string) (*vm.Program, error) {
 			return nil, fmt.Errorf("%w: it yields %s; give a time (e.g. date(data.due_at)) or an RFC 3339 string (e.g. data.due_at)", ErrNotATime, typ)
 		}
 	}
-	return p, nil
+	return expr.Compile(src, expr.Env(map[string]any{"data": map[string]any{}, "asmp_budget": (*guardBudget)(nil)}),
+		tickFunc, expr.Patch(tickPatch{}))
 }
 
 // ParseDuration parses a Go duration (300ms, 90s, 10m, 1h30m) that may also

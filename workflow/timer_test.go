@@ -208,6 +208,21 @@ func TestDueTimers(t *testing.T) {
 			t.Errorf("due_at %s: due %v (%v) and %v (%v), want both %v", day, due[1].At, due[1].Err, due[2].At, due[2].Err, entered)
 		}
 	}
+	// An `after` that reaches past 2262 from the entry cannot be stored
+	// either (a store keeps nanoseconds since 1970): like such an `at`, it
+	// is not set, rather than wrapping round to a time long past and
+	// firing at once.
+	long := workflow.New("long-v1", "A")
+	long.State("A").After(106751*24*time.Hour, "a")
+	long.State("Z")
+	long.Transition("A", "a", "Z")
+	ls, _ := long.MustBuild().State("A")
+	due = ls.DueTimers(nil, entered)
+	var te *workflow.TimerError
+	if !errors.As(due[0].Err, &te) || te.Action != "a" || te.After != 106751*24*time.Hour ||
+		!strings.Contains(due[0].Err.Error(), "after 2262-04-11T23:47:16Z") || !strings.Contains(due[0].Err.Error(), "after 2562024h0m0s") {
+		t.Errorf("after 106751d: due %v (%v), want a TimerError saying it is after 2262", due[0].At, due[0].Err)
+	}
 	// An expression that cannot be evaluated for this data.
 	due = s.DueTimers(map[string]any{"due_at": "2026-05-03T09:30:00Z", "day": "someday"}, entered)
 	if due[2].Err == nil || !strings.Contains(due[2].Err.Error(), "could not be evaluated") {
@@ -353,5 +368,32 @@ func TestFormatDuration(t *testing.T) {
 		if back, err := workflow.ParseDuration(got); err != nil || back != d {
 			t.Errorf("ParseDuration(%q) = %v, %v, want %v", got, back, err, d)
 		}
+	}
+}
+
+// An `at` expression is evaluated within the bounds of a guard's (steps,
+// time, memory): it runs in the commit that enters its state and again for
+// every frame of the run's event log, so an expression that is quadratic
+// in the run's data is stopped, and the timer is not set, saying why.
+func TestDueTimerAtIsBounded(t *testing.T) {
+	b := workflow.New("slow-v1", "A")
+	b.State("A").At("none(data.a, {# in data.b}) ? data.due : data.due", "go")
+	b.State("Z")
+	b.Transition("A", "go", "Z")
+	s, _ := b.MustBuild().State("A")
+	a, bs := make([]any, 10000), make([]any, 10000)
+	for i := range a {
+		a[i], bs[i] = int64(i), int64(i+10000)
+	}
+	start := time.Now()
+	due := s.DueTimers(map[string]any{"a": a, "b": bs, "due": "2030-01-01T00:00:00Z"}, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	var te *workflow.TimerError
+	if !errors.As(due[0].Err, &te) || !strings.Contains(due[0].Err.Error(), "was stopped") {
+		t.Fatalf("quadratic at: due %v (%v) after %s, want a TimerError saying it was stopped", due[0].At, due[0].Err, time.Since(start))
+	}
+	// Within the bounds it yields its time as before.
+	due = s.DueTimers(map[string]any{"a": a[:10], "b": bs[:10], "due": "2030-01-01T00:00:00Z"}, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	if due[0].Err != nil || !due[0].At.Equal(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("small data: due %v (%v)", due[0].At, due[0].Err)
 	}
 }

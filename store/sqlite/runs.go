@@ -12,12 +12,24 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
+// nanos returns t as stored: nanoseconds since 1970, 0 for the zero time.
+// A time outside what an int64 holds (after 2262-04-11, before 1677-09-21:
+// a retry's backoff of a century) is kept as the latest or earliest one
+// instead of wrapping round, so a time far ahead stays ahead.
 func nanos(t time.Time) int64 {
-	if t.IsZero() {
+	switch {
+	case t.IsZero():
 		return 0
+	case t.After(lastNano):
+		return math.MaxInt64
+	case t.Before(firstNano):
+		return math.MinInt64
 	}
 	return t.UnixNano()
 }
+
+// lastNano and firstNano bound the times nanos keeps as they are.
+var lastNano, firstNano = time.Unix(0, math.MaxInt64), time.Unix(0, math.MinInt64)
 
 func fromNanos(n int64) time.Time {
 	if n == 0 {

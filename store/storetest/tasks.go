@@ -25,6 +25,7 @@ func TaskStore(t *testing.T, newStore func(t *testing.T) RunsAndTasks) {
 		{"TaskLifecycle", testTaskLifecycle},
 		{"TaskLeaseExpiry", testTaskLeaseExpiry},
 		{"TaskNotBefore", testTaskNotBefore},
+		{"TaskNotBeforeFarAhead", testTaskNotBeforeFarAhead},
 		{"TaskConcurrentClaim", testTaskConcurrentClaim},
 		{"TaskReleaseAndFinish", testTaskReleaseAndFinish},
 		{"TaskClaimByWorkflow", testTaskClaimByWorkflow},
@@ -56,6 +57,23 @@ func testTaskNotBefore(t *testing.T, s RunsAndTasks) {
 	}
 	if got.Attempt != 3 || !got.NotBefore.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("claimed task Attempt, NotBefore = %d, %v; want 3, %v", got.Attempt, got.NotBefore, t0.Add(time.Minute))
+	}
+}
+
+// testTaskNotBeforeFarAhead: a task whose NotBefore is centuries ahead
+// (a retry with a backoff of 106751d, the longest duration Go has, which
+// passes 2262 and so nanoseconds since 1970 in an int64) is still not
+// claimed now: the store keeps it as late, not wrapped round to the past.
+func testTaskNotBeforeFarAhead(t *testing.T, s RunsAndTasks) {
+	c := NewRun("nbf")
+	tk := task("nbf.1", "nbf", 1)
+	tk.Attempt, tk.NotBefore = 2, t0.Add(106751*24*time.Hour)
+	c.Enqueue = tk
+	if err := s.CreateRun(ctx(), c); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.ClaimTask(ctx(), "w1", t0.Add(time.Hour), time.Minute, nil); ok || err != nil {
+		t.Fatalf("ClaimTask long before NotBefore %v = %+v, %v, %v; want none", tk.NotBefore, got, ok, err)
 	}
 }
 
