@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	_ "time/tzdata" // time zones resolve the same on every host, a minimal container included
+	_ "time/tzdata" // a host without a zone database (a minimal container) still resolves time zones; a host's own comes first
 
 	"github.com/gowebpki/jcs"
 	"github.com/robfig/cron/v3"

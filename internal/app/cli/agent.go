@@ -402,7 +402,11 @@ func watchRun(ctx context.Context, out, errOut io.Writer, c *client.Client, runI
 			}
 			idle := it.Frame.Status != protocol.StatusProcessing && !protocol.Terminal(it.Frame.Status)
 			if idle && !waiting {
-				fmt.Fprintf(errOut, "asmp: run %s waits for an action in state %s (nothing changes until a client fires one: asmp show %s lists them). Watching for changes; stop with Ctrl-C, or use --until-idle to stop when the run waits.\n", runID, it.Frame.State, runID)
+				until := "nothing changes until a client fires one"
+				if ts := it.Frame.Timers(); len(ts) > 0 {
+					until = "a client may fire one, or the server fires timer " + protocol.DescribeTimer(ts[0], time.Now())
+				}
+				fmt.Fprintf(errOut, "asmp: run %s waits for an action in state %s (%s: asmp show %s lists them). Watching for changes; stop with Ctrl-C, or use --until-idle to stop when the run waits.\n", runID, it.Frame.State, until, runID)
 			}
 			waiting = idle
 		}

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -56,48 +57,59 @@ func TestAgentModeCallAndEvents(t *testing.T) {
 }
 
 // asmp watch on a run that waits for a client says so on stderr at once,
-// after the current state, and how to stop.
+// after the current state, and how to stop; in a state with a timer, it
+// names the timer and when the server fires it.
 func TestWatchSaysItWaits(t *testing.T) {
 	bin := buildASMP(t)
 	url := serveASMP(t, bin)
 	a := newAgent(t, bin, "ASMP_URL="+url)
 	id := decodeRun(t, a.ok([]string{"start", "--json"})).RunID
+	line, msg := watchSays(t, bin, a.env, id)
+	if !strings.Contains(line, "[1] INITIAL (active)") {
+		t.Fatalf("first line %q", line)
+	}
+	if !strings.Contains(msg, "run "+id+" waits for an action in state INITIAL (nothing changes until a client fires one") || !strings.Contains(msg, "--until-idle") || !strings.Contains(msg, "Ctrl-C") {
+		t.Fatalf("stderr %q", msg)
+	}
+	id = decodeRun(t, a.ok([]string{"start", "--workflow", "expense-approval-v1", "--json"})).RunID
+	a.ok([]string{"step", id, "submit", "amount=12.5", "description=Team lunch"}, "State:  REVIEW")
+	if _, msg = watchSays(t, bin, a.env, id); !strings.Contains(msg, "waits for an action in state REVIEW (a client may fire one, or the server fires timer escalate_to_manager in ") {
+		t.Fatalf("stderr in a state with a timer %q", msg)
+	}
+}
+
+// watchSays runs asmp watch on run id and returns its first line on stdout
+// and on stderr.
+func watchSays(t *testing.T, bin string, env []string, id string) (line, msg string) {
+	t.Helper()
 	cmd := exec.Command(bin, "watch", id)
-	cmd.Env = a.env
+	cmd.Env = env
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	first := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			first <- sc.Text()
-		}
-	}()
-	said := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		if sc.Scan() {
-			said <- sc.Text()
-		}
-	}()
-	select {
-	case line := <-first:
-		if !strings.Contains(line, "[1] INITIAL (active)") {
-			t.Fatalf("first line %q", line)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch printed no state")
+	first := func(r io.Reader) <-chan string {
+		ch := make(chan string, 1)
+		go func() {
+			if sc := bufio.NewScanner(r); sc.Scan() {
+				ch <- sc.Text()
+			}
+		}()
+		return ch
 	}
-	select {
-	case msg := <-said:
-		if !strings.Contains(msg, "run "+id+" waits for an action in state INITIAL") || !strings.Contains(msg, "--until-idle") || !strings.Contains(msg, "Ctrl-C") {
-			t.Fatalf("stderr %q", msg)
+	out, said := first(stdout), first(stderr)
+	for _, got := range []*string{&line, &msg} {
+		ch := out
+		if got == &msg {
+			ch = said
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch said nothing about waiting")
+		select {
+		case *got = <-ch:
+		case <-time.After(20 * time.Second):
+			t.Fatal("watch printed nothing")
+		}
 	}
+	return line, msg
 }
