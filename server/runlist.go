@@ -104,7 +104,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 		f.Limit = n
 	}
 	if v := q.Get("updated_after"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
+		t, err := parseTime(v)
 		if err != nil {
 			return protocol.Errorf(protocol.EInvalid, "updated_after must be an RFC 3339 time such as 2026-01-02T15:04:05.000Z (a run's updated_at), not %q.", protocol.Truncate(v, 40)).With("field", "updated_after")
 		}
@@ -125,7 +125,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error
 		return protocol.Errorf(protocol.EInvalid, "due_before is empty: give an RFC 3339 time such as 2026-01-02T15:04:05Z, or leave due_before out to list runs whatever their timers.").With("field", "due_before")
 	}
 	if v := q.Get("due_before"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
+		t, err := parseTime(v)
 		if err != nil {
 			return protocol.Errorf(protocol.EInvalid, "due_before must be an RFC 3339 time such as 2026-01-02T15:04:05Z (the runs with a pending timer due before it are listed), not %q.", protocol.Truncate(v, 40)).With("field", "due_before")
 		}
@@ -423,4 +423,10 @@ func stateNames(d *workflow.Definition) []string {
 		out[i] = st.Name
 	}
 	return out
+}
+
+// parseTime parses an RFC 3339 time of a query, whose "T" and "Z" may be
+// lower case (RFC 3339 section 5.6; Go's layout wants them upper case).
+func parseTime(v string) (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, strings.ToUpper(v))
 }

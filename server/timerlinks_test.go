@@ -132,6 +132,7 @@ func TestListRunsDueBefore(t *testing.T) {
 		for q, want := range map[string][]string{
 			"2026-12-03T10:10:00Z":      {},            // due at, not before
 			"2026-12-03T10:10:00.001Z":  {early},       // just after
+			"2026-12-03t10:10:00.001z":  {early},       // RFC 3339 allows a lower-case t and z
 			"2026-12-03T11:12:00+01:00": {early},       // 10:12 UTC
 			"2026-12-03T10:20:00Z":      {late, early}, // newest first
 			"9999-01-01T00:00:00Z":      {late, early}, // beyond what a store keeps
