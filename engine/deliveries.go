@@ -318,8 +318,9 @@ func (s *sending) start(t *target, d store.Delivery) {
 	go func() {
 		defer s.wg.Done()
 		a := s.e.attemptDelivery(context.WithoutCancel(s.ctx), t, d)
+		ended := s.e.clock.Now()
 		s.freed <- freedSlot{d.SubscriptionID, d.ID}
-		s.answered <- answer{t.s, d, a}
+		s.answered <- answer{t.s, d, a, ended}
 	}()
 }
 
@@ -395,11 +396,13 @@ type target struct {
 	err  error
 }
 
-// answer is one attempt made, to record.
+// answer is one attempt made, to record; ended is when its answer came
+// (or it failed), by the engine's clock: a retry waits from then.
 type answer struct {
-	s *store.Subscription
-	d store.Delivery
-	a webhook.Attempt
+	s     *store.Subscription
+	d     store.Delivery
+	a     webhook.Attempt
+	ended time.Time
 }
 
 // attemptDelivery makes one attempt of d to t.
@@ -457,7 +460,7 @@ func (e *Engine) recordDeliveries(ctx context.Context, o DeliveryOptions, answer
 func (e *Engine) recordBatch(ctx context.Context, o DeliveryOptions, batch []answer) {
 	recs := make([]store.AttemptRecord, len(batch))
 	for i, b := range batch {
-		recs[i] = e.attemptRecord(o, b.d, b.a)
+		recs[i] = e.attemptRecord(o, b.d, b.a, b.ended)
 	}
 	errs, err := e.store.RecordAttempts(ctx, o.Owner, recs)
 	for i, b := range batch {
@@ -479,10 +482,12 @@ func (e *Engine) recordBatch(ctx context.Context, o DeliveryOptions, batch []ans
 	}
 }
 
-// attemptRecord is the record of attempt a of d: delivered, tried again
-// later, or failed for good (given up, or the receiver is gone, which
-// disables the subscription once it is recorded).
-func (e *Engine) attemptRecord(o DeliveryOptions, d store.Delivery, a webhook.Attempt) store.AttemptRecord {
+// attemptRecord is the record of attempt a of d, which ended at ended:
+// delivered, tried again later (the backoff counted from ended, so that
+// a receiver slow to fail still gets the wait), or failed for good (given
+// up, or the receiver is gone, which disables the subscription once it is
+// recorded).
+func (e *Engine) attemptRecord(o DeliveryOptions, d store.Delivery, a webhook.Attempt, ended time.Time) store.AttemptRecord {
 	rec := store.DeliveryAttempt{DeliveryID: d.ID, N: d.Attempts + 1, At: a.At.UTC(), Status: a.Status, Class: string(a.Class),
 		Duration: a.Duration, Answer: string(a.Body), Error: a.Err}
 	status, next := store.DeliveryDelivered, time.Time{}
@@ -493,7 +498,11 @@ func (e *Engine) attemptRecord(o DeliveryOptions, d store.Delivery, a webhook.At
 		if first.IsZero() {
 			first = a.At
 		}
-		if at, ok := o.Retry.Next(d.Attempts+1, first, a.At, a.RetryAfter, o.Rand); ok {
+		last := a.At
+		if ended.After(last) {
+			last = ended
+		}
+		if at, ok := o.Retry.Next(d.Attempts+1, first, last, a.RetryAfter, o.Rand); ok {
 			status, next = store.DeliveryPending, at
 		} else {
 			status = store.DeliveryFailed

@@ -275,7 +275,7 @@ func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest)
 	seen := map[string]bool{}
 	for _, t := range req.Events {
 		if !protocol.IsWebhookEventType(t) {
-			return protocol.Errorf(protocol.EInvalid, "Unknown event type %q: use %s.", t, strings.Join(protocol.WebhookEventTypes, ", "))
+			return protocol.Errorf(protocol.EInvalid, "Unknown event type %q: use %s.", protocol.Truncate(t, 64), strings.Join(protocol.WebhookEventTypes, ", "))
 		}
 		seen[t] = true
 	}
@@ -290,7 +290,7 @@ func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest)
 	if req.WorkflowID != "" {
 		d, ok := e.Workflow(req.WorkflowID)
 		if !ok {
-			return protocol.Errorf(protocol.EInvalid, "Unknown workflow_id %q: this server serves %s.", req.WorkflowID, strings.Join(e.WorkflowIDs(), ", "))
+			return protocol.Errorf(protocol.EInvalid, "Unknown workflow_id %q: this server serves %s.", protocol.Truncate(req.WorkflowID, 64), strings.Join(e.WorkflowIDs(), ", "))
 		}
 		defs = []*workflow.Definition{d}
 	}
@@ -304,7 +304,7 @@ func (e *Engine) checkWebhook(ctx context.Context, req *protocol.WebhookRequest)
 			}
 		}
 		if !found {
-			return protocol.Errorf(protocol.EInvalid, "Unknown state %q in \"states\": no served workflow%s has it.", st, map[bool]string{true: " " + req.WorkflowID, false: ""}[req.WorkflowID != ""])
+			return protocol.Errorf(protocol.EInvalid, "Unknown state %q in \"states\": no served workflow%s has it.", protocol.Truncate(st, 64), map[bool]string{true: " " + req.WorkflowID, false: ""}[req.WorkflowID != ""])
 		}
 	}
 	if err := e.webhooks.CheckURL(ctx, req.URL); err != nil {

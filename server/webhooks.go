@@ -77,7 +77,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *call) 
 				return err
 			}
 		default:
-			return protocol.Errorf(protocol.EInvalid, "Unknown field %q: the body of POST /webhooks takes url, events, workflow_id and states.", k).With("field", k)
+			return protocol.Errorf(protocol.EInvalid, "Unknown field %q: the body of POST /webhooks takes url, events, workflow_id and states.", protocol.Truncate(k, 64)).With("field", protocol.Truncate(k, 64))
 		}
 	}
 	sub, err := s.e.CreateWebhook(r.Context(), req)
@@ -148,7 +148,7 @@ func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, c *call) 
 				return protocol.Errorf(protocol.EInvalid, `grace must be a duration such as "24h", "2d" or "30m" ("0s" revokes the old secret now), not %q.`, protocol.Truncate(str, 20)).With("field", k)
 			}
 		default:
-			return protocol.Errorf(protocol.EInvalid, "Unknown field %q: the body of POST /webhooks/{id}/rotate takes grace.", k).With("field", k)
+			return protocol.Errorf(protocol.EInvalid, "Unknown field %q: the body of POST /webhooks/{id}/rotate takes grace.", protocol.Truncate(k, 64)).With("field", protocol.Truncate(k, 64))
 		}
 	}
 	sub, err := s.e.RotateWebhookSecret(r.Context(), r.PathValue("id"), grace)
@@ -195,7 +195,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	for k := range body {
-		return protocol.Errorf(protocol.EInvalid, "Unknown field %q: POST …/redeliver takes no body (or {}).", k).With("field", k)
+		return protocol.Errorf(protocol.EInvalid, "Unknown field %q: POST …/redeliver takes no body (or {}).", protocol.Truncate(k, 64)).With("field", protocol.Truncate(k, 64))
 	}
 	d, err := s.e.Redeliver(r.Context(), r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {

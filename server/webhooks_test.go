@@ -153,3 +153,37 @@ func TestWebhooksAPIRefusesPrivateTargets(t *testing.T) {
 		r.hint(t)
 	}
 }
+
+// A refused subscription, rotation or redelivery names what it refuses
+// without echoing a long value whole: the answer stays short whatever the
+// body held (up to the body limit).
+func TestWebhooksAPIHintsAreBounded(t *testing.T) {
+	e := start(t, setup{eopts: loopbackWebhooks(t)})
+	long := strings.Repeat("x", 100_000)
+	ok := "http://127.0.0.1:9/hook"
+	sub := e.do("POST", "/webhooks", map[string]any{"url": ok, "events": []string{"run.created"}})
+	if sub.status != 201 {
+		t.Fatalf("create: %d %s", sub.status, sub.body)
+	}
+	id, _ := sub.json(t)["id"].(string)
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/webhooks", map[string]any{"url": ok, "events": []string{long}}},
+		{"/webhooks", map[string]any{"url": ok, "events": []string{"run.created"}, "workflow_id": long}},
+		{"/webhooks", map[string]any{"url": ok, "events": []string{"run.created"}, "states": []string{long}}},
+		{"/webhooks", map[string]any{"url": ok, "events": []string{"run.created"}, long: 1}},
+		{"/webhooks/" + id + "/rotate", map[string]any{long: 1}},
+		{"/webhooks/" + id + "/deliveries/dlv_x/redeliver", map[string]any{long: 1}},
+	} {
+		r := e.do("POST", c.path, c.body)
+		if r.status != 400 {
+			t.Errorf("POST %s: %d, want 400", c.path, r.status)
+			continue
+		}
+		if r.hint(t); len(r.body) > 600 {
+			t.Errorf("POST %s: an answer of %d bytes echoes the long value", c.path, len(r.body))
+		}
+	}
+}

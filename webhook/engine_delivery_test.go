@@ -312,6 +312,42 @@ func TestWebhooksRetryWithBackoff(t *testing.T) {
 	})
 }
 
+// The backoff runs from when the failed attempt ended, not from when it
+// started: a receiver that takes 8 s to answer 500 (or one that times
+// out) is not asked again at once because the 5 s of the first retry went
+// by while it was answering.
+func TestWebhooksBackoffCountsFromTheAnswer(t *testing.T) {
+	st := backends.All()[0].New(t).Open(t)
+	fc := clock.NewFake(hookT0)
+	rc := newHookReceiver(t)
+	rc.answer = func(n int, _ string) int {
+		if n == 1 {
+			fc.Advance(8 * time.Second) // a slow answer, by the engine's clock
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	}
+	h := newHookRig(t, st, fc, rc)
+	h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+	if _, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.deliver(t); n != 1 {
+		t.Fatalf("first attempt: claimed %d", n)
+	}
+	if n := h.deliver(t); n != 0 {
+		t.Fatalf("claimed %d right after an answer that took 8 s: the 5 s backoff counted from the attempt's start", n)
+	}
+	fc.Advance(5*time.Second - time.Millisecond)
+	if n := h.deliver(t); n != 0 {
+		t.Fatalf("claimed %d before 5 s after the answer", n)
+	}
+	fc.Advance(time.Millisecond)
+	if n := h.deliver(t); n != 1 || len(h.rc.received()) != 2 {
+		t.Fatalf("retry 5 s after the answer: claimed %d, received %d", n, len(h.rc.received()))
+	}
+}
+
 // A message whose retries run past the give-up time is failed and kept;
 // redelivering sends it again under the same id.
 func TestWebhooksGiveUpAndRedeliver(t *testing.T) {

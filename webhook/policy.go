@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -189,6 +190,9 @@ func (p *Policy) parse(raw string) (target, error) {
 		}
 	default:
 		return target{}, fmt.Errorf("%w: %q is not an https:// URL", ErrRefused, u.Redacted())
+	}
+	if n, err := strconv.Atoi(t.port); err != nil || n < 1 || n > 65535 {
+		return target{}, fmt.Errorf("%w: %s names port %s; a port is from 1 to 65535", ErrRefused, u.Redacted(), t.port)
 	}
 	return t, nil
 }

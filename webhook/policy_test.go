@@ -199,6 +199,8 @@ func TestCheckURLRefusesOtherURLs(t *testing.T) {
 		{"https:///hook", "names no host"},
 		{"https://user:pass@public.example/", "credentials"},
 		{"https://public.example:bad/", "not an absolute URL"},
+		{"https://public.example:0/", "port 0"},
+		{"https://public.example:99999/", "port 99999"},
 		{"", "not an absolute URL"},
 		{"javascript:alert(1)", "not an absolute URL"},
 	} {
