@@ -502,7 +502,7 @@ func (e *Engine) attemptRecord(o DeliveryOptions, d store.Delivery, a webhook.At
 		if ended.After(last) {
 			last = ended
 		}
-		if at, ok := o.Retry.Next(d.Attempts+1, first, last, a.RetryAfter, o.Rand); ok {
+		if at, ok := o.Retry.Next(d.Attempts+1-d.RetryBase, first, last, a.RetryAfter, o.Rand); ok {
 			status, next = store.DeliveryPending, at
 		} else {
 			status = store.DeliveryFailed

@@ -85,6 +85,11 @@ type Delivery struct {
 	// redelivered) was made: what the retry schedule gives up from. Zero
 	// before it.
 	FirstAttemptAt time.Time
+	// RetryBase is Attempts when it was last redelivered (0 before): the
+	// retry schedule numbers the attempts since then from 1, so a
+	// redelivered message is retried after the first backoff again, not
+	// after the one its earlier attempts reached.
+	RetryBase int
 	// Owner and LeaseUntil are set while a claimer holds the delivery
 	// (ClaimDeliveries); empty and zero otherwise.
 	Owner      string

@@ -348,6 +348,52 @@ func TestWebhooksBackoffCountsFromTheAnswer(t *testing.T) {
 	}
 }
 
+// A redelivered message that fails is retried after the first backoff (5
+// s), as a new one would be: its earlier attempts do not carry its
+// retries on to the fourth backoff (20 s), on every store.
+func TestWebhooksRedeliveredRetriesFromTheFirstBackoff(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		fc := clock.NewFake(hookT0)
+		rc := newHookReceiver(t)
+		rc.answer = func(n int, _ string) int {
+			if n == 3 || n == 5 {
+				return http.StatusOK
+			}
+			return http.StatusInternalServerError
+		}
+		h := newHookRig(t, st, fc, rc)
+		sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+		if _, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, wait := range []time.Duration{0, 5 * time.Second, 10 * time.Second} { // 500, 500, 200
+			fc.Advance(wait)
+			if n := h.deliver(t); n != 1 {
+				t.Fatalf("claimed %d after %s", n, wait)
+			}
+		}
+		page, err := h.eng.WebhookDeliveries(context.Background(), sub.ID, "", 10)
+		if err != nil || len(page.Deliveries) != 1 || page.Deliveries[0].Status != "delivered" {
+			t.Fatalf("deliveries %+v, %v", page, err)
+		}
+		if _, err := h.eng.Redeliver(context.Background(), sub.ID, page.Deliveries[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.deliver(t); n != 1 { // the 4th attempt: 500
+			t.Fatalf("redelivery: claimed %d", n)
+		}
+		fc.Advance(5*time.Second - time.Millisecond)
+		if n := h.deliver(t); n != 0 {
+			t.Fatalf("claimed %d before the first backoff ended", n)
+		}
+		fc.Advance(time.Millisecond)
+		if n := h.deliver(t); n != 1 || len(h.rc.received()) != 5 {
+			t.Fatalf("the redelivery's retry was not sent 5 s after it failed (claimed %d, received %d): its backoff went on from the earlier attempts", n, len(h.rc.received()))
+		}
+	})
+}
+
 // A message whose retries run past the give-up time is failed and kept;
 // redelivering sends it again under the same id.
 func TestWebhooksGiveUpAndRedeliver(t *testing.T) {

@@ -439,7 +439,7 @@ func (s *Store) Redeliver(ctx context.Context, subscriptionID, id string, now ti
 		return nil
 	}
 	w.unsettle(r)
-	r.d.Status, r.d.FirstAttemptAt, r.ready = store.DeliveryPending, time.Time{}, now
+	r.d.Status, r.d.FirstAttemptAt, r.d.RetryBase, r.ready = store.DeliveryPending, time.Time{}, r.d.Attempts, now
 	w.enqueue(r)
 	return nil
 }

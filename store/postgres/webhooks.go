@@ -70,14 +70,14 @@ func scanSubscription(row pgx.Row) (store.Subscription, error) {
 }
 
 const deliveryCols = `id, subscription_id, message_id, run_id, seq, type, body, status, attempts, next_at, first_attempt_at,
-	owner, lease_until, created_at, updated_at, last_error`
+	owner, lease_until, created_at, updated_at, last_error, retry_base`
 
 func scanDelivery(row pgx.Row) (store.Delivery, error) {
 	var d store.Delivery
 	var body []byte
 	var first, lease *time.Time
 	if err := row.Scan(&d.ID, &d.SubscriptionID, &d.MessageID, &d.RunID, &d.Seq, &d.Type, &body, &d.Status, &d.Attempts, &d.NextAt, &first,
-		&d.Owner, &lease, &d.CreatedAt, &d.UpdatedAt, &d.LastError); err != nil {
+		&d.Owner, &lease, &d.CreatedAt, &d.UpdatedAt, &d.LastError, &d.RetryBase); err != nil {
 		return store.Delivery{}, err
 	}
 	d.Body = json.RawMessage(body)
@@ -188,7 +188,7 @@ const claimDeliveriesQuery = `WITH c AS (
 	UPDATE webhook_deliveries t SET owner = $3, lease_until = $4, ready_at = $4
 	FROM c WHERE t.id = c.id
 	RETURNING t.id, t.subscription_id, t.message_id, t.run_id, t.seq, t.type, t.body, t.status, t.attempts, t.next_at, t.first_attempt_at,
-		t.owner, t.lease_until, t.created_at, t.updated_at, t.last_error`
+		t.owner, t.lease_until, t.created_at, t.updated_at, t.last_error, t.retry_base`
 
 // nextDeliveryQuery reads the first claimable entry of
 // webhook_deliveries_ready, due or not.
@@ -367,6 +367,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, id string) ([]store.Delive
 func (s *Store) Redeliver(ctx context.Context, subscriptionID, id string, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET
 			first_attempt_at = CASE WHEN status = 'pending' THEN first_attempt_at END,
+			retry_base = CASE WHEN status = 'pending' THEN retry_base ELSE attempts END,
 			ready_at = CASE WHEN status = 'pending' AND owner <> '' THEN ready_at ELSE $1 END,
 			status = 'pending', next_at = $1, updated_at = $1
 		WHERE id = $2 AND subscription_id = $3`, now, id, subscriptionID)

@@ -52,7 +52,7 @@ func scanSubscription(sc scanner) (store.Subscription, error) {
 }
 
 const deliveryCols = `id, subscription_id, message_id, run_id, seq, type, body, status, attempts, next_at, first_attempt_at,
-	owner, lease_until, created_at, updated_at, last_error`
+	owner, lease_until, created_at, updated_at, last_error, retry_base`
 
 // scanDelivery reads one row of deliveryCols.
 func scanDelivery(sc scanner) (store.Delivery, error) {
@@ -60,7 +60,7 @@ func scanDelivery(sc scanner) (store.Delivery, error) {
 	var body []byte
 	var next, first, lease, created, updated int64
 	if err := sc.Scan(&d.ID, &d.SubscriptionID, &d.MessageID, &d.RunID, &d.Seq, &d.Type, &body, &d.Status, &d.Attempts, &next, &first,
-		&d.Owner, &lease, &created, &updated, &d.LastError); err != nil {
+		&d.Owner, &lease, &created, &updated, &d.LastError, &d.RetryBase); err != nil {
 		return store.Delivery{}, err
 	}
 	d.Body = json.RawMessage(body)
@@ -351,6 +351,7 @@ func (s *Store) Redeliver(ctx context.Context, subscriptionID, id string, now ti
 	return s.write(ctx, func(tx wtx) error {
 		res, err := tx.Exec(`UPDATE webhook_deliveries SET
 				first_attempt_at = CASE WHEN status = 'pending' THEN first_attempt_at ELSE 0 END,
+				retry_base = CASE WHEN status = 'pending' THEN retry_base ELSE attempts END,
 				ready_at = CASE WHEN status = 'pending' AND owner != '' THEN ready_at ELSE ?1 END,
 				status = 'pending', next_at = ?1, updated_at = ?1
 			WHERE id = ?2 AND subscription_id = ?3`, nanos(now), id, subscriptionID)

@@ -453,8 +453,9 @@ func testDisabledNotClaimed(t *testing.T, s RunsAndWebhooks) {
 }
 
 // testRedeliver: a delivered or failed delivery is pending again, due
-// now, with its message id and attempts; a pending one is made due now,
-// and one under a lease stays under it.
+// now, with its message id and attempts, its retries counted afresh
+// (RetryBase); a pending one is made due now, and one under a lease stays
+// under it.
 func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 	putSub(t, s, Sub("a"))
 	putSub(t, s, Sub("b"))
@@ -474,8 +475,8 @@ func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 		t.Fatal(err)
 	}
 	d := getDel(t, s, "a", "d")
-	if d.Status != store.DeliveryPending || !d.NextAt.Equal(now) || d.MessageID != "m" || d.Attempts != 1 || !d.FirstAttemptAt.IsZero() || !d.UpdatedAt.Equal(now) {
-		t.Fatalf("redelivered %+v", d)
+	if d.Status != store.DeliveryPending || !d.NextAt.Equal(now) || d.MessageID != "m" || d.Attempts != 1 || d.RetryBase != 1 || !d.FirstAttemptAt.IsZero() || !d.UpdatedAt.Equal(now) {
+		t.Fatalf("redelivered %+v, want pending, due now, 1 attempt, its retries counted from 1", d)
 	}
 	wantDeliveries(t, "claim before the redelivery's time", claimDel(t, s, now.Add(-time.Second), 10, "w"))
 	if err := s.Redeliver(ctx(), "b", "p", now); err != nil {
@@ -486,8 +487,8 @@ func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 		t.Fatal(err)
 	}
 	wantDeliveries(t, "claim of a leased delivery redelivered", claimDel(t, s, now, 10, "w2"))
-	if d := getDel(t, s, "b", "p"); d.Owner != "w" || !d.LeaseUntil.Equal(now.Add(time.Minute)) {
-		t.Fatalf("a leased delivery redelivered %+v, want it still leased to w", d)
+	if d := getDel(t, s, "b", "p"); d.Owner != "w" || !d.LeaseUntil.Equal(now.Add(time.Minute)) || d.RetryBase != 0 {
+		t.Fatalf("a leased delivery redelivered %+v, want it still leased to w, its retries counted as before", d)
 	}
 	record(t, s, "d", "w", now, store.DeliveryDelivered, time.Time{})
 	if as, _ := s.DeliveryAttempts(ctx(), "d"); len(as) != 2 || as[1].N != 2 {
