@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asmp-dev/asmp/clock"
 	"github.com/asmp-dev/asmp/engine"
@@ -68,4 +69,47 @@ func (h *hookRig) lastDelivery(t testing.TB, sub string) string {
 		t.Fatalf("deliveries: %+v, %v", page, err)
 	}
 	return page.Deliveries[0].ID
+}
+
+// Rotations with a grace period add a signing secret each, up to
+// engine.MaxLiveSecrets; one more is refused (409, with a hint), so a
+// message never carries more signatures than that; a rotation with grace
+// 0 still works and leaves one.
+func TestWebhooksRotationsAreBounded(t *testing.T) {
+	st := backends.All()[0].New(t).Open(t)
+	fc := clock.NewFake(hookT0)
+	h := newHookRig(t, st, fc, newHookReceiver(t))
+	sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+	for range engine.MaxLiveSecrets - 1 {
+		if _, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour)
+	if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), "rotate with grace 0") {
+		t.Fatalf("rotation with %d secrets live: %v, want a conflict saying how to go on", engine.MaxLiveSecrets, err)
+	}
+	rot, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.rc.mu.Lock()
+	h.rc.secret = rot.Secret
+	h.rc.mu.Unlock()
+	if _, err := h.eng.StartRun(context.Background(), "", nil, engine.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	if m := h.rc.received()[0]; len(strings.Fields(m.Header.Get("webhook-signature"))) != 1 || m.Status != 200 {
+		t.Fatalf("after a rotation without grace: %q, status %d", m.Header.Get("webhook-signature"), m.Status)
+	}
+	for range engine.MaxLiveSecrets - 1 { // at the bound again
+		if _, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fc.Advance(time.Hour) // their graces ended: a rotation with one works again
+	if _, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour); err != nil {
+		t.Fatalf("rotation once the graces ended: %v", err)
+	}
 }
