@@ -108,11 +108,20 @@ func (c *Client) WebhookDeliveries(ctx context.Context, id, cursor string, limit
 	return &out, c.webhookCall(ctx, http.MethodGet, "/webhooks/"+url.PathEscape(id)+"/deliveries", pageQuery(cursor, limit), nil, &out, "delivery list")
 }
 
-// WebhookDelivery returns one delivery with its message and every attempt
-// (GET /webhooks/{id}/deliveries/{delivery_id}).
+// WebhookDelivery returns one delivery with its message and the first page
+// of its attempts, oldest first (GET /webhooks/{id}/deliveries/{delivery_id}:
+// 50 by default); HistoryNextCursor names the next page, for
+// WebhookDeliveryPage.
 func (c *Client) WebhookDelivery(ctx context.Context, id, deliveryID string) (*WebhookDelivery, error) {
+	return c.WebhookDeliveryPage(ctx, id, deliveryID, "", 0)
+}
+
+// WebhookDeliveryPage returns one delivery with the page of its attempts
+// that cursor names ("" for the first; a HistoryNextCursor otherwise), up
+// to limit (0: the server's default, at most 500).
+func (c *Client) WebhookDeliveryPage(ctx context.Context, id, deliveryID, cursor string, limit int) (*WebhookDelivery, error) {
 	var out WebhookDelivery
-	return &out, c.webhookCall(ctx, http.MethodGet, "/webhooks/"+url.PathEscape(id)+"/deliveries/"+url.PathEscape(deliveryID), nil, nil, &out, "delivery")
+	return &out, c.webhookCall(ctx, http.MethodGet, "/webhooks/"+url.PathEscape(id)+"/deliveries/"+url.PathEscape(deliveryID), pageQuery(cursor, limit), nil, &out, "delivery")
 }
 
 // Redeliver sends a delivery again now, under its unchanged message id

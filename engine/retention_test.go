@@ -206,7 +206,7 @@ func (prunedWhileRead) GetDelivery(ctx context.Context, sub, id string) (store.D
 	return store.Delivery{ID: id, SubscriptionID: sub, Status: store.DeliveryDelivered, Attempts: 1}, nil
 }
 
-func (prunedWhileRead) DeliveryAttempts(ctx context.Context, id string) ([]store.DeliveryAttempt, error) {
+func (prunedWhileRead) DeliveryAttempts(ctx context.Context, id string, after, limit int) ([]store.DeliveryAttempt, error) {
 	return nil, fmt.Errorf("memstore: delivery %s: %w", id, store.ErrNotFound)
 }
 
@@ -217,7 +217,7 @@ func TestDeliveryPrunedWhileReadIsNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.WebhookDelivery(context.Background(), "wh_1", "dlv_1")
+	_, err = e.WebhookDelivery(context.Background(), "wh_1", "dlv_1", 0, 0)
 	if protocol.ErrorCode(err) != protocol.ENotFound || !strings.Contains(protocol.ErrorHint(err), "retention") {
 		t.Fatalf("a delivery pruned while read: %v, want not found, naming retention", err)
 	}

@@ -495,8 +495,18 @@ func (e *Engine) WebhookDeliveries(ctx context.Context, id, after string, limit 
 	return out, nil
 }
 
-// WebhookDelivery returns one delivery with its message and attempts.
-func (e *Engine) WebhookDelivery(ctx context.Context, id, did string) (protocol.WebhookDelivery, error) {
+// DefaultAttemptPage is how many of a delivery's attempts WebhookDelivery
+// returns when no limit is given.
+const DefaultAttemptPage = 50
+
+// WebhookDelivery returns one delivery with its message and a page of its
+// attempts: up to limit (<= 0: DefaultAttemptPage) numbered after after,
+// oldest first, and when more follow, HistoryNextCursor set to the last
+// one's number (the server wraps it as an opaque cursor).
+func (e *Engine) WebhookDelivery(ctx context.Context, id, did string, after, limit int) (protocol.WebhookDelivery, error) {
+	if limit <= 0 {
+		limit = DefaultAttemptPage
+	}
 	d, err := e.store.GetDelivery(ctx, id, did)
 	if errors.Is(err, store.ErrNotFound) {
 		return protocol.WebhookDelivery{}, e.noDelivery(ctx, id, did)
@@ -504,7 +514,7 @@ func (e *Engine) WebhookDelivery(ctx context.Context, id, did string) (protocol.
 	if err != nil {
 		return protocol.WebhookDelivery{}, internal("could not read the delivery", err)
 	}
-	hist, err := e.store.DeliveryAttempts(ctx, did)
+	hist, err := e.store.DeliveryAttempts(ctx, did, after, limit+1)
 	if errors.Is(err, store.ErrNotFound) { // pruned since it was read
 		return protocol.WebhookDelivery{}, e.noDelivery(ctx, id, did)
 	}
@@ -514,7 +524,16 @@ func (e *Engine) WebhookDelivery(ctx context.Context, id, did string) (protocol.
 	if hist == nil {
 		hist = []store.DeliveryAttempt{}
 	}
-	return deliveryView(&d, hist), nil
+	more := len(hist) > limit
+	if more {
+		hist = hist[:limit]
+	}
+	v := deliveryView(&d, hist)
+	if more {
+		next := strconv.Itoa(hist[len(hist)-1].N)
+		v.HistoryNextCursor = &next
+	}
+	return v, nil
 }
 
 // Redeliver sends a delivery again, now, with its message id unchanged
@@ -540,7 +559,7 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 		return protocol.WebhookDelivery{}, internal("could not schedule the delivery", err)
 	}
 	e.wakeDeliveries()
-	return e.WebhookDelivery(ctx, id, did)
+	return e.WebhookDelivery(ctx, id, did, 0, 0)
 }
 
 // noDelivery is the error for a delivery did of subscription id that is

@@ -119,7 +119,11 @@ type WebhookDelivery struct {
 	CreatedAt     time.Time        `json:"created_at"`
 	Message       json.RawMessage  `json:"message,omitempty"`
 	History       []WebhookAttempt `json:"history,omitempty"`
-	Href          string           `json:"href"`
+	// HistoryNextCursor, when History is a page that more attempts
+	// follow, is the cursor of the next page (GET the delivery with
+	// ?cursor=); absent on the last page.
+	HistoryNextCursor *string `json:"history_next_cursor,omitempty"`
+	Href              string  `json:"href"`
 }
 
 // WebhookAttempt is the record of one attempt to deliver a message.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 
 	"github.com/asmp-dev/asmp/auth"
@@ -32,6 +33,8 @@ func (s *Server) webhookRoutes() []httpx.Route {
 var (
 	webhookList  = paging.List{Name: "webhooks", Default: 100, Max: 256}
 	deliveryList = paging.List{Name: "deliveries", Default: 50, Max: 500}
+	// attemptList pages a delivery's attempts (GET …/deliveries/{delivery_id}).
+	attemptList = paging.List{Name: "attempts", Default: engine.DefaultAttemptPage, Max: 500}
 )
 
 func stringList(v any, field string) ([]string, error) {
@@ -180,9 +183,20 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, c *call) error {
-	d, err := s.e.WebhookDelivery(r.Context(), r.PathValue("id"), r.PathValue("delivery_id"))
+	p, err := attemptList.Parse(r.URL.Query())
 	if err != nil {
 		return err
+	}
+	after, err := paging.Seq(p.After, "cursor")
+	if err != nil || after > math.MaxInt32 {
+		return protocol.Errorf(protocol.EInvalid, "cursor %q is not a cursor of attempts: pass back the history_next_cursor of the previous page as given.", protocol.Truncate(r.URL.Query().Get("cursor"), 40)).With("field", "cursor")
+	}
+	d, err := s.e.WebhookDelivery(r.Context(), r.PathValue("id"), r.PathValue("delivery_id"), int(after), p.Limit)
+	if err != nil {
+		return err
+	}
+	if d.HistoryNextCursor != nil {
+		d.HistoryNextCursor = attemptList.Next(*d.HistoryNextCursor, true)
 	}
 	d.Href = c.root + d.Href
 	httpx.WriteJSON(w, http.StatusOK, d)

@@ -2,14 +2,18 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/asmp-dev/asmp/auth"
 	"github.com/asmp-dev/asmp/engine"
+	"github.com/asmp-dev/asmp/internal/edge/paging"
 	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/webhook"
 )
 
@@ -184,6 +188,62 @@ func TestWebhooksAPIHintsAreBounded(t *testing.T) {
 		}
 		if r.hint(t); len(r.body) > 600 {
 			t.Errorf("POST %s: an answer of %d bytes echoes the long value", c.path, len(r.body))
+		}
+	}
+}
+
+// GET of a delivery pages its attempts (oldest first, limit and an opaque
+// history_next_cursor, as every list): a message redelivered many times
+// does not answer every attempt at once.
+func TestWebhooksAPIPagesADeliverysAttempts(t *testing.T) {
+	e := start(t, setup{eopts: loopbackWebhooks(t)})
+	r := e.do("POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"run.created"}})
+	id, _ := r.json(t)["id"].(string)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/runs", map[string]any{"workflow_id": "config-wizard-v1"}); r.status != 201 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	ctx := context.Background()
+	var did string
+	for n := range 3 { // three failed attempts, recorded as the delivery loop would
+		now := time.Now()
+		ds, err := e.st.ClaimDeliveries(ctx, now.Add(time.Hour), 10, "test", now.Add(2*time.Hour))
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("claim %d: %v, %v", n, ds, err)
+		}
+		did = ds[0].ID
+		if err := store.RecordAttempt(ctx, e.st, did, "test", store.DeliveryAttempt{At: now, Status: 500, Class: "non_2xx"}, store.DeliveryPending, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := "/webhooks/" + id + "/deliveries/" + did
+	var page struct {
+		History []struct {
+			N int `json:"n"`
+		} `json:"history"`
+		Next *string `json:"history_next_cursor"`
+	}
+	r = e.do("GET", path+"?limit=2", nil)
+	if err := json.Unmarshal(r.body, &page); err != nil || r.status != 200 || len(page.History) != 2 || page.History[0].N != 1 || page.History[1].N != 2 || page.Next == nil {
+		t.Fatalf("first page of 2: %d %s", r.status, r.body)
+	}
+	next := *page.Next
+	page.Next = nil
+	r = e.do("GET", path+"?limit=2&cursor="+url.QueryEscape(next), nil)
+	if err := json.Unmarshal(r.body, &page); err != nil || r.status != 200 || len(page.History) != 1 || page.History[0].N != 3 || page.Next != nil {
+		t.Fatalf("last page: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", path, nil); r.status != 200 || strings.Contains(string(r.body), "history_next_cursor") || strings.Count(string(r.body), `"n":`) != 3 {
+		t.Fatalf("default page: %d %s", r.status, r.body)
+	}
+	other := paging.List{Name: "deliveries"}.Cursor(did) // a cursor of another list
+	for _, q := range []string{"?limit=0", "?limit=501", "?cursor=bogus", "?cursor=" + other, "?cursor=" + url.QueryEscape(paging.List{Name: "attempts"}.Cursor("-1"))} {
+		if r := e.do("GET", path+q, nil); r.status != 400 {
+			t.Errorf("GET %s: %d %s, want 400", q, r.status, r.body)
+		} else {
+			r.hint(t)
 		}
 	}
 }

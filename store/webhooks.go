@@ -362,9 +362,10 @@ type WebhookStore interface {
 	// (also for a delivery of another subscription).
 	GetDelivery(ctx context.Context, subscriptionID, id string) (Delivery, error)
 
-	// DeliveryAttempts returns the delivery's attempts in order (N);
+	// DeliveryAttempts returns up to limit (<= 0: all) of the delivery's
+	// attempts numbered after after (N > after), in order (N);
 	// ErrNotFound for an unknown delivery.
-	DeliveryAttempts(ctx context.Context, id string) ([]DeliveryAttempt, error)
+	DeliveryAttempts(ctx context.Context, id string, after, limit int) ([]DeliveryAttempt, error)
 
 	// Redeliver makes the subscription's delivery id pending again with
 	// NextAt now, keeping its MessageID, its Body and its attempts; a

@@ -52,7 +52,7 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 		if n, err := s.PendingDeliveries(ctx); err != nil || n != 2 {
 			t.Fatalf("PendingDeliveries after the restart = %d, %v; want 2", n, err)
 		}
-		if as, err := s.DeliveryAttempts(ctx, "d1"); err != nil || len(as) != 1 || as[0].Status != 503 {
+		if as, err := s.DeliveryAttempts(ctx, "d1", 0, 0); err != nil || len(as) != 1 || as[0].Status != 503 {
 			t.Fatalf("attempts after the restart = %+v, %v", as, err)
 		}
 		now := t0.Add(10 * time.Second)

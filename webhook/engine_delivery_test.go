@@ -302,7 +302,7 @@ func TestWebhooksRetryWithBackoff(t *testing.T) {
 				first = d
 			}
 		}
-		d, err := h.eng.WebhookDelivery(context.Background(), sub.ID, first.ID)
+		d, err := h.eng.WebhookDelivery(context.Background(), sub.ID, first.ID, 0, 0)
 		if err != nil || d.Status != "delivered" || d.Attempts != 4 || len(d.History) != 4 || d.History[0].Status != 500 || d.History[0].Class != "non_2xx" || d.History[3].Class != "delivered" {
 			t.Fatalf("delivery after 4 attempts: %+v, %v", d, err)
 		}
@@ -498,7 +498,7 @@ func TestWebhooksRefuseLoopbackWithoutAllow(t *testing.T) {
 			t.Fatal("a loopback target was reached without the allow list")
 		}
 		page, _ := closed2.WebhookDeliveries(context.Background(), sub.ID, "", 10)
-		d, _ := closed2.WebhookDelivery(context.Background(), sub.ID, page.Deliveries[0].ID)
+		d, _ := closed2.WebhookDelivery(context.Background(), sub.ID, page.Deliveries[0].ID, 0, 0)
 		if d.Status != "pending" || len(d.History) != 1 || d.History[0].Class != "refused" {
 			t.Fatalf("send without the allow list: %+v", d)
 		}

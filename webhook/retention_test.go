@@ -74,7 +74,7 @@ func TestWebhookRetentionKeepsPendingDeliveries(t *testing.T) {
 		month := webhook.Schedule{FirstDelay: 30 * 24 * time.Hour, MaxDelay: 30 * 24 * time.Hour, GiveUp: 60 * 24 * time.Hour}
 		status := func(id string) string {
 			t.Helper()
-			d, err := eng.WebhookDelivery(ctx, sub.ID, id)
+			d, err := eng.WebhookDelivery(ctx, sub.ID, id, 0, 0)
 			if protocol.ErrorCode(err) == protocol.ENotFound {
 				return "gone"
 			}
@@ -123,14 +123,14 @@ func TestWebhookRetentionKeepsPendingDeliveries(t *testing.T) {
 				t.Fatalf("delivery %s is %s after the first round, want %s", id, got, want)
 			}
 		}
-		_, err = eng.WebhookDelivery(ctx, sub.ID, delivered)
+		_, err = eng.WebhookDelivery(ctx, sub.ID, delivered, 0, 0)
 		if h := protocol.ErrorHint(err); !strings.Contains(h, "never existed") || !strings.Contains(h, "retention") || !strings.Contains(h, "168h") {
 			t.Fatalf("the hint for a pruned delivery %q names neither retention nor its 168h", h)
 		}
 		if _, err := eng.Redeliver(ctx, sub.ID, failed); protocol.ErrorCode(err) != protocol.ENotFound {
 			t.Fatalf("redelivering a pruned delivery: %v, want not found", err)
 		}
-		if d, err := eng.WebhookDelivery(ctx, sub.ID, retried); err != nil || len(d.History) != 1 {
+		if d, err := eng.WebhookDelivery(ctx, sub.ID, retried, 0, 0); err != nil || len(d.History) != 1 {
 			t.Fatalf("the pending delivery after retention: %+v, %v; want its attempt kept", d, err)
 		}
 
@@ -164,7 +164,7 @@ func TestWebhookRetentionKeepsPendingDeliveries(t *testing.T) {
 		}
 		cancel()
 		<-done
-		_, err = eng.WebhookDelivery(ctx, sub.ID, delivered)
+		_, err = eng.WebhookDelivery(ctx, sub.ID, delivered, 0, 0)
 		if h := protocol.ErrorHint(err); !strings.Contains(h, "retention") || strings.Contains(h, "168h") {
 			t.Fatalf("the hint once retention stopped %q: want retention named, without a duration", h)
 		}
@@ -186,7 +186,7 @@ func TestDeliveryOfAnUnknownSubscription(t *testing.T) {
 		{"wh_nope", `No webhook subscription "wh_nope": GET /webhooks lists them.`},
 		{sub.ID, `No delivery "dlv_nope" of webhook subscription "` + sub.ID + `"`},
 	} {
-		_, err := h.eng.WebhookDelivery(ctx, tc.sub, "dlv_nope")
+		_, err := h.eng.WebhookDelivery(ctx, tc.sub, "dlv_nope", 0, 0)
 		if protocol.ErrorCode(err) != protocol.ENotFound || !strings.Contains(protocol.ErrorHint(err), tc.want) {
 			t.Errorf("delivery of subscription %s: %v, want not found with %q", tc.sub, err, tc.want)
 		}

@@ -410,13 +410,19 @@ func (s *Store) GetDelivery(ctx context.Context, subscriptionID, id string) (sto
 }
 
 // DeliveryAttempts implements store.WebhookStore.
-func (s *Store) DeliveryAttempts(ctx context.Context, id string) ([]store.DeliveryAttempt, error) {
+func (s *Store) DeliveryAttempts(ctx context.Context, id string, after, limit int) ([]store.DeliveryAttempt, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if _, ok := s.wh.dels[id]; !ok {
 		return nil, fmt.Errorf("memstore: delivery %s: %w", id, store.ErrNotFound)
 	}
-	return append([]store.DeliveryAttempt{}, s.wh.attempts[id]...), nil
+	as := s.wh.attempts[id]
+	from, _ := slices.BinarySearchFunc(as, after+1, func(a store.DeliveryAttempt, n int) int { return cmp.Compare(a.N, n) })
+	as = as[from:]
+	if limit > 0 && len(as) > limit {
+		as = as[:limit]
+	}
+	return append([]store.DeliveryAttempt{}, as...), nil
 }
 
 // Redeliver implements store.WebhookStore.

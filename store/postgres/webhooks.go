@@ -334,10 +334,14 @@ func (s *Store) GetDelivery(ctx context.Context, subscriptionID, id string) (sto
 }
 
 // DeliveryAttempts implements store.WebhookStore.
-func (s *Store) DeliveryAttempts(ctx context.Context, id string) ([]store.DeliveryAttempt, error) {
+func (s *Store) DeliveryAttempts(ctx context.Context, id string, after, limit int) ([]store.DeliveryAttempt, error) {
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
 	rows, err := s.pool.Query(ctx, `SELECT a.n, a.at, a.status, a.class, a.duration, a.answer, a.error
-		FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
-		WHERE d.id = $1 ORDER BY a.n`, id)
+		FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id AND a.n > $2
+		WHERE d.id = $1 ORDER BY a.n LIMIT $3`, id, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: attempts of delivery %s: %w", id, err)
 	}

@@ -318,14 +318,17 @@ func (s *Store) GetDelivery(ctx context.Context, subscriptionID, id string) (sto
 }
 
 // DeliveryAttempts implements store.WebhookStore.
-func (s *Store) DeliveryAttempts(ctx context.Context, id string) ([]store.DeliveryAttempt, error) {
+func (s *Store) DeliveryAttempts(ctx context.Context, id string, after, limit int) ([]store.DeliveryAttempt, error) {
 	var one int
 	if err := s.queryRow(ctx, `SELECT 1 FROM webhook_deliveries WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: delivery %s: %w", id, store.ErrNotFound)
 	} else if err != nil {
 		return nil, fmt.Errorf("sqlite: delivery %s: %w", id, err)
 	}
-	rows, err := s.query(ctx, `SELECT n, at, status, class, duration, answer, error FROM webhook_attempts WHERE delivery_id = ? ORDER BY n`, id)
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.query(ctx, `SELECT n, at, status, class, duration, answer, error FROM webhook_attempts WHERE delivery_id = ? AND n > ? ORDER BY n LIMIT ?`, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: attempts of delivery %s: %w", id, err)
 	}

@@ -397,7 +397,7 @@ func testRecordAttempt(t *testing.T, s RunsAndWebhooks) {
 	if d.Status != store.DeliveryFailed || d.Attempts != 2 || !d.FirstAttemptAt.Equal(at) || d.Owner != "" {
 		t.Fatalf("delivery after failing %+v", d)
 	}
-	as, err := s.DeliveryAttempts(ctx(), "d1")
+	as, err := s.DeliveryAttempts(ctx(), "d1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,10 +405,19 @@ func testRecordAttempt(t *testing.T, s RunsAndWebhooks) {
 		as[0].Status != 500 || as[0].Class != "non_2xx" || as[0].Duration != 1500*time.Microsecond || as[0].Answer != "oops" || as[0].Error != "HTTP 500" {
 		t.Fatalf("attempts = %+v", as)
 	}
-	if _, err := s.DeliveryAttempts(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
+	for _, p := range []struct{ after, limit, want int }{{0, 1, 1}, {1, 1, 2}, {1, 0, 2}, {0, 5, 1}} { // pages, by N
+		as, err := s.DeliveryAttempts(ctx(), "d1", p.after, p.limit)
+		if err != nil || len(as) == 0 || as[0].N != p.want || p.limit == 1 && len(as) != 1 || p.after == 1 && len(as) != 1 || p.limit == 5 && len(as) != 2 {
+			t.Fatalf("DeliveryAttempts(after %d, limit %d) = %+v, %v; want from N %d", p.after, p.limit, as, err, p.want)
+		}
+	}
+	if as, err := s.DeliveryAttempts(ctx(), "d1", 2, 10); err != nil || len(as) != 0 {
+		t.Fatalf("attempts after the last = %+v, %v", as, err)
+	}
+	if _, err := s.DeliveryAttempts(ctx(), "nope", 0, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeliveryAttempts(unknown) = %v, want ErrNotFound", err)
 	}
-	if as, err := s.DeliveryAttempts(ctx(), "d2"); err != nil || len(as) != 0 {
+	if as, err := s.DeliveryAttempts(ctx(), "d2", 0, 10); err != nil || len(as) != 0 {
 		t.Fatalf("attempts of a delivery never tried = %+v, %v", as, err)
 	}
 	wantDeliveries(t, "claim once the head failed", claimDel(t, s, retry, 10, "w"), "d2")
@@ -491,7 +500,7 @@ func testRedeliver(t *testing.T, s RunsAndWebhooks) {
 		t.Fatalf("a leased delivery redelivered %+v, want it still leased to w, its retries counted as before", d)
 	}
 	record(t, s, "d", "w", now, store.DeliveryDelivered, time.Time{})
-	if as, _ := s.DeliveryAttempts(ctx(), "d"); len(as) != 2 || as[1].N != 2 {
+	if as, _ := s.DeliveryAttempts(ctx(), "d", 0, 0); len(as) != 2 || as[1].N != 2 {
 		t.Fatalf("attempts after a redelivery = %+v, want 1 and 2", as)
 	}
 }
@@ -523,7 +532,7 @@ func testDeleteSubscriptionCascades(t *testing.T, s RunsAndWebhooks) {
 	if _, err := s.GetDelivery(ctx(), "gone", "g1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetDelivery of a deleted subscription's = %v", err)
 	}
-	if _, err := s.DeliveryAttempts(ctx(), "g1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.DeliveryAttempts(ctx(), "g1", 0, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeliveryAttempts of a deleted subscription's = %v", err)
 	}
 	if n := pending(t, s); n != 1 {
@@ -755,7 +764,7 @@ func testPruneDeliveries(t *testing.T, s RunsAndWebhooks) {
 				t.Fatalf("pruned delivery %s: %v, want ErrNotFound", id, err)
 			}
 		}
-		if _, err := s.DeliveryAttempts(ctx(), id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.DeliveryAttempts(ctx(), id, 0, 0); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("attempts of pruned delivery %s: %v, want ErrNotFound", id, err)
 		}
 	}
@@ -764,7 +773,7 @@ func testPruneDeliveries(t *testing.T, s RunsAndWebhooks) {
 	if d := getDel(t, s, "a", "at-cutoff"); d.Status != store.DeliveryDelivered || d.Attempts != 1 {
 		t.Fatalf("the delivery settled at the cut-off %+v, want it kept", d)
 	}
-	if as, err := s.DeliveryAttempts(ctx(), "retry"); err != nil || len(as) != 1 {
+	if as, err := s.DeliveryAttempts(ctx(), "retry", 0, 0); err != nil || len(as) != 1 {
 		t.Fatalf("attempts of a kept delivery = %+v, %v", as, err)
 	}
 	if d := getDel(t, s, "a", "leased"); d.Owner != "w2" || d.Status != store.DeliveryPending {
@@ -786,7 +795,7 @@ func testPruneDeliveries(t *testing.T, s RunsAndWebhooks) {
 	// A pruned delivery's id stored again is a new delivery, without the
 	// old one's attempts.
 	createWith(t, s, "r5", Out("old-ok", "a", "10"))
-	if as, err := s.DeliveryAttempts(ctx(), "old-ok"); err != nil || len(as) != 0 {
+	if as, err := s.DeliveryAttempts(ctx(), "old-ok", 0, 0); err != nil || len(as) != 0 {
 		t.Fatalf("attempts of a pruned id stored again = %+v, %v; want none", as, err)
 	}
 	wantDeliveries(t, "deliveries of a with the id again", mustList(t, s, "a", "", 0), "redelivered", "q3", "q2", "old-ok", "leased", "at-cutoff")

@@ -79,11 +79,11 @@ func testRecordAttempts(t *testing.T, s RunsAndWebhooks) {
 	if d := getDel(t, s, "a", "d4"); d.Status != store.DeliveryPending || d.Attempts != 0 {
 		t.Errorf("d4 (never claimed) after RecordAttempts %+v", d)
 	}
-	as, err := s.DeliveryAttempts(ctx(), "d2")
+	as, err := s.DeliveryAttempts(ctx(), "d2", 0, 0)
 	if err != nil || len(as) != 1 || as[0].N != 1 || as[0].Status != 500 || as[0].Answer != "oops" || as[0].Duration != 2*time.Millisecond {
 		t.Errorf("attempts of d2 = %+v, %v", as, err)
 	}
-	if as, err := s.DeliveryAttempts(ctx(), "d1"); err != nil || len(as) != 1 {
+	if as, err := s.DeliveryAttempts(ctx(), "d1", 0, 0); err != nil || len(as) != 1 {
 		t.Errorf("attempts of d1 (recorded once, refused once) = %+v, %v", as, err)
 	}
 	if n := pending(t, s); n != 2 {

@@ -174,6 +174,7 @@ signing beside it for --grace (default 24h), so the receiver can switch;
 func newWebhooksDeliveriesCmd(env *Env) *cobra.Command {
 	var f oipFlags
 	var limit int
+	var cursor string
 	cmd := &cobra.Command{
 		Use:   "deliveries ID [DELIVERY_ID]",
 		Short: "List a subscription's recent deliveries, or show one with its attempts",
@@ -181,15 +182,20 @@ func newWebhooksDeliveriesCmd(env *Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 {
 				return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDelivery, error) {
-					return c.WebhookDelivery(ctx, args[0], args[1])
-				}, writeDelivery)
+					n := 0 // the server's page of attempts (50) unless --limit says
+					if cmd.Flags().Changed("limit") {
+						n = limit
+					}
+					return c.WebhookDeliveryPage(ctx, args[0], args[1], cursor, n)
+				}, func(out io.Writer, d *client.WebhookDelivery) { writeDelivery(out, d, args[0], args[1]) })
 			}
 			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDeliveryList, error) {
 				return c.WebhookDeliveries(ctx, args[0], "", limit)
 			}, func(out io.Writer, l *client.WebhookDeliveryList) { writeDeliveries(out, l.Deliveries) })
 		},
 	}
-	cmd.Flags().IntVar(&limit, "limit", 20, "how many deliveries, newest first")
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many deliveries, newest first (with DELIVERY_ID: how many of its attempts, oldest first; default 50)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "with DELIVERY_ID: the page of attempts a previous answer named")
 	f.add(cmd)
 	return cmd
 }
@@ -211,7 +217,7 @@ func writeDeliveries(out io.Writer, ds []client.WebhookDelivery) {
 	tw.Flush()
 }
 
-func writeDelivery(out io.Writer, d *client.WebhookDelivery) {
+func writeDelivery(out io.Writer, d *client.WebhookDelivery, sub, id string) {
 	fmt.Fprintf(out, "Delivery %s: %s of run %s, message %s\n", oneLine(d.ID, 64), oneLine(d.Type, 40), oneLine(d.RunID, 64), oneLine(d.MessageID, 64))
 	fmt.Fprintf(out, "Status:   %s after %d attempt(s)\n", oneLine(d.Status, 16), d.Attempts)
 	if d.NextAttemptAt != nil {
@@ -230,6 +236,9 @@ func writeDelivery(out io.Writer, d *client.WebhookDelivery) {
 		if a.Answer != "" {
 			fmt.Fprintf(out, "     answer: %s\n", oneLine(a.Answer, 200))
 		}
+	}
+	if d.HistoryNextCursor != nil {
+		fmt.Fprintf(out, "  … more attempts: asmp webhooks deliveries %s %s --cursor %s\n", sub, id, *d.HistoryNextCursor)
 	}
 	if len(d.Message) > 0 {
 		fmt.Fprintf(out, "Message:  %s\n", oneLine(string(d.Message), 2000))
