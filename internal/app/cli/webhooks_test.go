@@ -57,6 +57,16 @@ func TestWebhooksCommand(t *testing.T) {
 		t.Fatalf("a receiver's answer reached the terminal with its escapes:\n%q", out)
 	}
 	mustContain(t, "asmp webhooks redeliver", ok(t, hs.URL, "webhooks", "redeliver", id, dlv), "Delivery "+dlv+" is pending again")
+	if _, err := eng.DeliverDue(context.Background(), nil); err != nil { // a second attempt
+		t.Fatal(err)
+	}
+	out = ok(t, hs.URL, "webhooks", "deliveries", id, dlv, "--limit", "1")
+	mustContain(t, "a page of one attempt", out, "#1 ", "more attempts: asmp webhooks deliveries "+id+" "+dlv+" --cursor ")
+	cursor := strings.Fields(out[strings.Index(out, "--cursor "):])[1]
+	out = ok(t, hs.URL, "webhooks", "deliveries", id, dlv, "--limit", "1", "--cursor", cursor)
+	if mustContain(t, "the next page", out, "#2 "); strings.Contains(out, "#1 ") || strings.Contains(out, "more attempts") {
+		t.Fatalf("the second page of attempts:\n%s", out)
+	}
 	mustContain(t, "asmp webhooks rotate", ok(t, hs.URL, "webhooks", "rotate", id, "--grace", "1h"), "New secret of "+id, "whsec_")
 
 	fails(t, hs.URL, "Unknown event type", "webhooks", "add", rc.URL, "--events", "run.exploded")
