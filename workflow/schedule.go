@@ -63,6 +63,11 @@ func scheduleKey(id string, s *Schedule) (string, error) {
 
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// MaxCron bounds a schedule's cron expression, in bytes: five fields with
+// long lists of values fit; it bounds what a schedule stores and each
+// tick parses.
+const MaxCron = 256
+
 // Check parses the schedule's cron expression and time zone as validating
 // a file does (the same rules: five fields or a descriptor, no @every, an
 // IANA zone or UTC), for a schedule that comes from elsewhere (POST
@@ -76,6 +81,8 @@ func (s *Schedule) compile() (field string, err error) {
 	switch {
 	case expr == "":
 		return "cron", fmt.Errorf("a schedule needs a cron expression, e.g. \"0 9 * * MON\" (09:00 every Monday)")
+	case len(expr) > MaxCron:
+		return "cron", fmt.Errorf("the cron expression is %d bytes, over %d: list fewer values (ranges and steps, e.g. 1-5 or */10, say the same in less)", len(expr), MaxCron)
 	case strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ="):
 		return "cron", fmt.Errorf("give the time zone as timezone: (e.g. timezone: Europe/Berlin), not in the cron expression")
 	case strings.HasPrefix(expr, "@every"):

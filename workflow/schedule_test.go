@@ -158,6 +158,7 @@ func TestScheduleProblems(t *testing.T) {
 		"local zone":   {`{cron: "0 9 * * *", timezone: Local}`, `schedules[0].timezone: timezone Local depends on the host`},
 		"30 February":  {`{cron: "0 0 30 2 *"}`, `schedules[0].cron: "0 0 30 2 *" never fires`},
 		"31 April":     {`{cron: "0 0 31 4 *"}`, `schedules[0].cron: "0 0 31 4 *" never fires`},
+		"too long":     {`{cron: "0 0 1` + strings.Repeat(",1", 200) + ` * *"}`, `schedules[0].cron: the cron expression is 409 bytes, over 256`},
 	} {
 		wantProblem(t, name, src(tc.sched), tc.want)
 	}

@@ -226,6 +226,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	bad := func() (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration: use numbers with units ns, us, ms, s, m, h or d, e.g. 90s, 10m, 2d, 1d12h", s)
 	}
+	tooLong := func() (time.Duration, error) {
+		return 0, fmt.Errorf("%q is too long a duration: the longest is just over 106751d (292 years)", s)
+	}
 	rest, neg := strings.TrimSpace(s), false
 	if rest != "" && (rest[0] == '-' || rest[0] == '+') {
 		neg, rest = rest[0] == '-', rest[1:]
@@ -255,18 +258,24 @@ func ParseDuration(s string) (time.Duration, error) {
 		if unit == "d" {
 			f, err := strconv.ParseFloat(num, 64)
 			days := f * float64(24*time.Hour)
-			if err != nil || days >= math.MaxInt64 {
+			if err != nil {
 				return bad()
+			}
+			if days >= math.MaxInt64 {
+				return tooLong()
 			}
 			d = time.Duration(days)
 		} else {
 			var err error
 			if d, err = time.ParseDuration(num + unit); err != nil {
+				if _, ferr := strconv.ParseFloat(num, 64); ferr == nil && durationUnit(unit) {
+					return tooLong() // a number and a unit: too large for a time.Duration
+				}
 				return bad()
 			}
 		}
 		if total > math.MaxInt64-d {
-			return bad()
+			return tooLong()
 		}
 		total += d
 	}
@@ -274,6 +283,15 @@ func ParseDuration(s string) (time.Duration, error) {
 		total = -total
 	}
 	return total, nil
+}
+
+// durationUnit reports whether u is a unit of time.ParseDuration.
+func durationUnit(u string) bool {
+	switch u {
+	case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		return true
+	}
+	return false
 }
 
 // jsonObject returns m as decoded JSON values, the way a request body is

@@ -241,7 +241,12 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "10", "d", "1w", "1 d", "tomorrow", "1d-1h", "999999999d", "100000d100000d", "9000000000s9000000000s", "1..5d", "-"} {
+	for _, in := range []string{"999999999d", "100000d100000d", "9000000000s9000000000s", "9999999999999999h"} {
+		if got, err := workflow.ParseDuration(in); err == nil || !strings.Contains(err.Error(), "too long a duration: the longest is") {
+			t.Errorf("ParseDuration(%q) = %v, %v; want an error saying it is too long", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "10", "d", "1w", "1 d", "tomorrow", "1d-1h", "1..5d", "-", "1..5h"} {
 		if got, err := workflow.ParseDuration(in); err == nil {
 			t.Errorf("ParseDuration(%q) = %v, want an error", in, got)
 		} else if !strings.Contains(err.Error(), "e.g. 90s, 10m, 2d, 1d12h") {
