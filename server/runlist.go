@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asmp-dev/asmp/internal/edge/httpx"
+	"github.com/asmp-dev/asmp/internal/edge/paging"
 	"github.com/asmp-dev/asmp/protocol"
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/workflow"
@@ -61,13 +62,8 @@ func msTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000
 // keyset-paged (SPEC section 13).
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
-	for k, vs := range q {
-		if !slices.Contains(runListParams, k) {
-			return protocol.Errorf(protocol.EInvalid, "Unknown query parameter %q: GET /runs takes %s.", protocol.Truncate(k, 64), strings.Join(runListParams, ", ")).With("field", k)
-		}
-		if len(vs) > 1 {
-			return protocol.Errorf(protocol.EInvalid, "Query parameter %s is given %d times; give it once.", k, len(vs)).With("field", k)
-		}
+	if err := paging.Only(q, "GET /runs", runListParams...); err != nil {
+		return err
 	}
 	f := store.RunFilter{WorkflowID: q.Get("workflow_id"), State: q.Get("state"), Limit: defaultRunPage}
 	if c.wf != "" {

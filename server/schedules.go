@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -132,10 +131,8 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, c *call)
 // API), by id, paged with limit and cursor.
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
-	for k := range q {
-		if !slices.Contains([]string{"limit", "cursor"}, k) {
-			return protocol.Errorf(protocol.EInvalid, "Unknown query parameter %q: GET /schedules takes limit and cursor.", protocol.Truncate(k, 64)).With("field", k)
-		}
+	if err := paging.Only(q, "GET /schedules", "limit", "cursor"); err != nil {
+		return err
 	}
 	p, err := scheduleList.Parse(q)
 	if err != nil {

@@ -98,6 +98,9 @@ func (s *Server) absWebhook(sub *protocol.WebhookSubscription, c *call) {
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := paging.Only(r.URL.Query(), "GET /webhooks", "limit", "cursor"); err != nil {
+		return err
+	}
 	p, err := webhookList.Parse(r.URL.Query())
 	if err != nil {
 		return err
@@ -164,6 +167,9 @@ func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := paging.Only(r.URL.Query(), "GET /webhooks/{id}/deliveries", "limit", "cursor"); err != nil {
+		return err
+	}
 	p, err := deliveryList.Parse(r.URL.Query())
 	if err != nil {
 		return err
@@ -183,6 +189,9 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := paging.Only(r.URL.Query(), "GET /webhooks/{id}/deliveries/{delivery_id}", "limit", "cursor"); err != nil {
+		return err
+	}
 	p, err := attemptList.Parse(r.URL.Query())
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ package paging
 import (
 	"encoding/base64"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,22 @@ func (l List) Parse(q url.Values) (Page, error) {
 		}
 	}
 	return p, nil
+}
+
+// Only refuses, as an EInvalid error (400) with a hint naming what route
+// takes, a query parameter of q that is not one of params (a typo such as
+// limt=5 would otherwise be ignored without a word) or one given more than
+// once.
+func Only(q url.Values, route string, params ...string) error {
+	for k, vs := range q {
+		if !slices.Contains(params, k) {
+			return protocol.Errorf(protocol.EInvalid, "Unknown query parameter %q: %s takes %s.", protocol.Truncate(k, 64), route, strings.Join(params, ", ")).With("field", protocol.Truncate(k, 64))
+		}
+		if len(vs) > 1 {
+			return protocol.Errorf(protocol.EInvalid, "Query parameter %s is given %d times; give it once.", k, len(vs)).With("field", k)
+		}
+	}
+	return nil
 }
 
 // Cursor returns the opaque cursor of position pos in this list.
