@@ -132,8 +132,34 @@ func (e *Engine) SyncFileSchedules(ctx context.Context) error {
 	if err := e.store.PutFileSchedules(ctx, e.WorkflowIDs(), ss); err != nil {
 		return internal("could not store the workflows' schedules", err)
 	}
+	e.warnOversizedSchedules(ctx)
 	e.wakeSchedules()
 	return nil
+}
+
+// warnOversizedSchedules logs a warning for each stored API schedule
+// whose data is over the run data limit (created under a larger
+// --max-run-data than this server's): its ticks cannot start runs, and
+// without this only each tick would say so.
+func (e *Engine) warnOversizedSchedules(ctx context.Context) {
+	const page = 500
+	for after := ""; ; {
+		ss, err := e.store.ListSchedules(ctx, after, page)
+		if err != nil {
+			e.log.Warn("could not read the schedules to check their data against the run data limit", "err", err)
+			return
+		}
+		for _, s := range ss {
+			if s.Source == store.ScheduleAPI && int64(len(s.Data)) > e.maxData {
+				e.log.Warn("a schedule's data is over the run data limit, so its ticks start no run: DELETE /schedules/ID and create it again with less data, or raise asmp serve --max-run-data",
+					"schedule", s.ID, "workflow", s.WorkflowID, "size_bytes", len(s.Data), "limit_bytes", e.maxData)
+			}
+		}
+		if len(ss) < page {
+			return
+		}
+		after = ss[len(ss)-1].ID
+	}
 }
 
 // CreateSchedule stores a new API schedule of a served workflow. Its cron

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -548,6 +549,38 @@ func TestScheduleLoopBacksOffWhileTheStoreFails(t *testing.T) {
 	// Looks at 0, 0.1, 0.3, 0.7, 1.5 s (then 1.6 s apart): 5 or 6 in 3 s.
 	if n := st.n.Load(); n < 3 || n > 7 {
 		t.Fatalf("%d tries to start the run in 3 s of a failing store, want 5 or 6 (backing off)", n)
+	}
+}
+
+// An API schedule stored under a larger run data limit than the server
+// now has is named at start with a warning that says what to do (its
+// ticks cannot start runs); one within the limit is not.
+func TestSyncFileSchedulesWarnsOfAPIDataOverTheLimit(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	big, err := engine.New(st, []*workflow.Definition{reportFlow(t, "")}, &engine.Options{Clock: clock.NewFake(schedT0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := big.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "0 9 * * *", Data: map[string]any{"note": strings.Repeat("x", 100)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within, err := big.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "0 10 * * *"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	small, err := engine.New(st, []*workflow.Definition{reportFlow(t, "")}, &engine.Options{Clock: clock.NewFake(schedT0), MaxRunData: 50,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := small.SyncFileSchedules(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); !strings.Contains(got, "schedule="+over.ID) || !strings.Contains(got, "--max-run-data") || !strings.Contains(got, "limit_bytes=50") || strings.Contains(got, within.ID) {
+		t.Fatalf("logs at start:\n%s\nwant a warning naming %s and the limit, and nothing of %s", got, over.ID, within.ID)
 	}
 }
 
