@@ -312,10 +312,41 @@ type firer struct {
 	mu    sync.Mutex
 	n     int           // claimed, not yet handled
 	freed chan struct{} // a timer was handled
+	// behind holds, for each run whose timers are firing, the run's timers
+	// claimed since (by a later claim), which its goroutine fires next, in
+	// claim (due) order: a run's timers never fire at once, whichever
+	// claims took them. Under mu.
+	behind map[string][]store.Timer
 }
 
 func newFirer(o TimerOptions) *firer {
-	return &firer{batch: o.Batch, sem: make(chan struct{}, o.Concurrency), freed: make(chan struct{}, 1)}
+	return &firer{batch: o.Batch, sem: make(chan struct{}, o.Concurrency), freed: make(chan struct{}, 1), behind: map[string][]store.Timer{}}
+}
+
+// queueBehind appends ts to the timers waiting behind their run's firing
+// and reports true, if the run has one; else it reports false.
+func (f *firer) queueBehind(run string, ts []store.Timer) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, ok := f.behind[run]
+	if ok {
+		f.behind[run] = append(q, ts...)
+	}
+	return ok
+}
+
+// next takes the timers waiting behind run's firing; when there are none,
+// the run's firing ends (later claims start a new one).
+func (f *firer) next(run string) []store.Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.behind[run]
+	if len(q) == 0 {
+		delete(f.behind, run)
+		return nil
+	}
+	f.behind[run] = q[:0:0]
+	return q
 }
 
 func (f *firer) pending() int {
@@ -383,9 +414,11 @@ func (e *Engine) claimDue(ctx context.Context, now time.Time, limit int, owner s
 // fireAll hands ts, claimed for o.Owner, to f: the timers of each run
 // fire in turn, in the order of ts (by due time), the runs once a place
 // among the Concurrency is free; the first on runs[i], its run as claimed,
-// when runs is not nil. So of two timers of one run due together (a
-// server that was down past both) the earlier fires first and the later,
-// its run moved on, is void: they never race. Once ctx ends (stopping),
+// when runs is not nil; a run whose timers of an earlier claim are still
+// firing gets these queued behind them. So of two timers of one run due
+// together (a server that was down past both) the earlier fires first and
+// the later, its run moved on, is void: they never race, in one claim or
+// in two. Once ctx ends (stopping),
 // the timers not yet started are handed back at once rather than left to
 // their leases.
 func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer, runs []store.Run) {
@@ -413,8 +446,16 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 		groups[g] = append(groups[g], i)
 	}
 	for _, g := range groups {
+		run := ts[g[0]].RunID
+		mine := make([]store.Timer, len(g))
+		for n, i := range g {
+			mine[n] = ts[i]
+		}
+		if f.queueBehind(run, mine) {
+			continue // the run's timers claimed before still fire: these follow them
+		}
 		var known *store.Run
-		if first := g[0]; runs != nil && runs[first].ID == ts[first].RunID {
+		if first := g[0]; runs != nil && runs[first].ID == run {
 			known = &runs[first]
 		}
 		took := false
@@ -435,18 +476,20 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 			}
 			continue
 		}
+		f.mu.Lock()
+		f.behind[run] = nil // firing: later claims of the run's timers queue behind
+		f.mu.Unlock()
 		f.wg.Add(1)
 		go func() {
 			defer func() { <-f.sem; f.wg.Done() }()
-			for n, i := range g {
-				t := ts[i]
-				if n > 0 {
+			for batch := mine; len(batch) > 0; batch = f.next(run) {
+				for _, t := range batch {
+					if err := e.fireTimer(context.Background(), t, known); err != nil {
+						e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
+					}
 					known = nil // the run may have moved on: read it again
+					done()
 				}
-				if err := e.fireTimer(context.Background(), t, known); err != nil {
-					e.log.Warn("firing a timer failed; it fires again when its lease ends", "timer", t.ID, "run", t.RunID, "err", err)
-				}
-				done()
 			}
 		}()
 	}
