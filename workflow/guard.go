@@ -103,12 +103,34 @@ func compileGuard(src string) (guardProgram, error) {
 	var f nowFinder
 	node := p.Node()
 	ast.Walk(&node, &f)
-	run, err := expr.Compile(src, expr.Env(map[string]any{"data": map[string]any{}, "asmp_budget": (*guardBudget)(nil)}),
-		expr.AsBool(), tickFunc, expr.Patch(tickPatch{}))
+	run, err := compileBounded(src, expr.AsBool())
 	if err != nil {
 		return guardProgram{}, err
 	}
 	return guardProgram{p: run, usesNow: f.found}, nil
+}
+
+// compileBounded compiles src, already type-checked as written, for
+// runBounded: every predicate ticks the evaluation budget (asmp_budget).
+func compileBounded(src string, opts ...expr.Option) (*vm.Program, error) {
+	return expr.Compile(src, append([]expr.Option{expr.Env(map[string]any{"data": map[string]any{}, "asmp_budget": (*guardBudget)(nil)}),
+		tickFunc, expr.Patch(tickPatch{})}, opts...)...)
+}
+
+// runBounded runs p, compiled by compileBounded, on data within a guard's
+// bounds (GuardSteps, GuardTimeout by now, GuardMemory); bound, when not
+// "", is the bound that stopped it (err is then set too).
+func runBounded(p *vm.Program, data map[string]any, now func() time.Time) (out any, bound string, err error) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	budget := &guardBudget{deadline: now().Add(GuardTimeout), now: now}
+	machine := vm.VM{MemoryBudget: GuardMemory}
+	out, err = machine.Run(p, map[string]any{"data": data, "asmp_budget": budget})
+	if err != nil && (errors.Is(err, errGuardBound) || strings.Contains(err.Error(), "memory budget exceeded")) {
+		bound = boundOf(err)
+	}
+	return out, bound, err
 }
 
 func (g guardProgram) eval(data map[string]any, src, reason string, now func() time.Time) (bool, string) {
@@ -118,19 +140,14 @@ func (g guardProgram) eval(data map[string]any, src, reason string, now func() t
 	if g.p == nil {
 		return true, ""
 	}
-	if data == nil {
-		data = map[string]any{}
-	}
 	if now == nil {
 		now = time.Now
 	}
-	budget := &guardBudget{deadline: now().Add(GuardTimeout), now: now}
-	machine := vm.VM{MemoryBudget: GuardMemory}
-	out, err := machine.Run(g.p, map[string]any{"data": data, "asmp_budget": budget})
+	out, bound, err := runBounded(g.p, data, now)
 	if err != nil {
-		if errors.Is(err, errGuardBound) || strings.Contains(err.Error(), "memory budget exceeded") {
+		if bound != "" {
 			return false, fmt.Sprintf("%s (the guard %q was stopped: %v; its bounds are %d steps, %s and expr-lang's memory budget of %d per evaluation — simplify the guard, or keep less data in the run)",
-				reason, protocol.Truncate(src, 200), boundOf(err), GuardSteps, GuardTimeout, GuardMemory)
+				reason, protocol.Truncate(src, 200), bound, GuardSteps, GuardTimeout, GuardMemory)
 		}
 		return false, fmt.Sprintf("%s (the guard %q could not be evaluated: %v)", reason, protocol.Truncate(src, 200), err)
 	}

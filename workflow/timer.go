@@ -97,15 +97,10 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 		}
 		prog = p
 	}
-	if data == nil {
-		data = map[string]any{}
-	}
-	budget := &guardBudget{deadline: time.Now().Add(GuardTimeout), now: time.Now}
-	machine := vm.VM{MemoryBudget: GuardMemory}
-	out, err := machine.Run(prog, map[string]any{"data": data, "asmp_budget": budget})
+	out, bound, err := runBounded(prog, data, time.Now)
 	if err != nil {
-		if errors.Is(err, errGuardBound) || strings.Contains(err.Error(), "memory budget exceeded") {
-			return fail(fmt.Errorf("the expression was stopped: %v; its bounds, a guard's, are %d steps, %s and expr-lang's memory budget of %d per evaluation", boundOf(err), GuardSteps, GuardTimeout, GuardMemory))
+		if bound != "" {
+			return fail(fmt.Errorf("the expression was stopped: %v; its bounds, a guard's, are %d steps, %s and expr-lang's memory budget of %d per evaluation", bound, GuardSteps, GuardTimeout, GuardMemory))
 		}
 		return fail(fmt.Errorf("the expression could not be evaluated: %s", oneLine(err.Error())))
 	}
@@ -202,7 +197,7 @@ var timeType = reflect.TypeOf(time.Time{})
 // use. An expression whose type is known and is neither a string nor a
 // time is refused here, not when it fires. It is type-checked as written;
 // what runs is the same expression with every predicate ticking an
-// evaluation budget, as a guard's does (DueAt passes it as asmp_budget).
+// evaluation budget, as a guard's does (compileBounded, runBounded).
 func compileAt(src string) (*vm.Program, error) {
 	p, err := expr.Compile(src, exprEnv())
 	if err != nil {
@@ -215,8 +210,7 @@ func compileAt(src string) (*vm.Program, error) {
 			return nil, fmt.Errorf("%w: it yields %s; give a time (e.g. date(data.due_at)) or an RFC 3339 string (e.g. data.due_at)", ErrNotATime, typ)
 		}
 	}
-	return expr.Compile(src, expr.Env(map[string]any{"data": map[string]any{}, "asmp_budget": (*guardBudget)(nil)}),
-		tickFunc, expr.Patch(tickPatch{}))
+	return compileBounded(src)
 }
 
 // ParseDuration parses a Go duration (300ms, 90s, 10m, 1h30m) that may also
