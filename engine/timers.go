@@ -418,9 +418,8 @@ func (e *Engine) claimDue(ctx context.Context, now time.Time, limit int, owner s
 // firing gets these queued behind them. So of two timers of one run due
 // together (a server that was down past both) the earlier fires first and
 // the later, its run moved on, is void: they never race, in one claim or
-// in two. Once ctx ends (stopping),
-// the timers not yet started are handed back at once rather than left to
-// their leases.
+// in two. Once ctx ends (stopping), the timers not yet started are handed
+// back at once rather than left to their leases.
 func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []store.Timer, runs []store.Run) {
 	f.mu.Lock()
 	f.n += len(ts)
@@ -434,29 +433,29 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 		default:
 		}
 	}
-	var groups [][]int // indexes into ts, one group per run
-	group := map[string]int{}
+	type runTimers struct {
+		first int // index in ts of the run's first timer
+		ts    []store.Timer
+	}
+	var groups []*runTimers // one per run, in the order of ts
+	byRun := map[string]*runTimers{}
 	for i, t := range ts {
-		g, ok := group[t.RunID]
-		if !ok {
-			g = len(groups)
-			group[t.RunID] = g
-			groups = append(groups, nil)
+		g := byRun[t.RunID]
+		if g == nil {
+			g = &runTimers{first: i}
+			byRun[t.RunID] = g
+			groups = append(groups, g)
 		}
-		groups[g] = append(groups[g], i)
+		g.ts = append(g.ts, t)
 	}
 	for _, g := range groups {
-		run := ts[g[0]].RunID
-		mine := make([]store.Timer, len(g))
-		for n, i := range g {
-			mine[n] = ts[i]
-		}
+		run, mine := ts[g.first].RunID, g.ts
 		if f.queueBehind(run, mine) {
 			continue // the run's timers claimed before still fire: these follow them
 		}
 		var known *store.Run
-		if first := g[0]; runs != nil && runs[first].ID == run {
-			known = &runs[first]
+		if runs != nil && runs[g.first].ID == run {
+			known = &runs[g.first]
 		}
 		took := false
 		select {
@@ -468,9 +467,9 @@ func (e *Engine) fireAll(ctx context.Context, o TimerOptions, f *firer, ts []sto
 			if took {
 				<-f.sem
 			}
-			for _, i := range g {
-				if err := e.store.ReleaseTimer(context.Background(), ts[i].ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-					e.log.Warn("releasing a timer failed; its lease will end", "timer", ts[i].ID, "err", err)
+			for _, t := range mine {
+				if err := e.store.ReleaseTimer(context.Background(), t.ID, o.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+					e.log.Warn("releasing a timer failed; its lease will end", "timer", t.ID, "err", err)
 				}
 				done()
 			}
