@@ -403,14 +403,13 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, id string, grace time.
 		return protocol.WebhookSubscription{}, internal("the stored secrets do not decode", err)
 	}
 	now := e.now().UTC()
-	if live := liveSecrets(old, now); grace > 0 && len(live) >= MaxLiveSecrets {
-		// One more would sign every message once more: a header of
-		// hundreds of signatures, which receivers' header limits refuse.
+	secrets, fresh, err := webhook.Rotate(old, now, grace)
+	var full *webhook.TooManySecretsError
+	if errors.As(err, &full) {
 		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.EConflict,
 			"Webhook subscription %q already has %d secrets signing its messages (the current one and %d in their grace periods, the first ending at %s): rotate with grace 0 to revoke the old ones now, or wait until then.",
-			id, len(live), len(live)-1, firstExpiry(live).Format(time.RFC3339))
+			id, full.Live, full.Live-1, full.FirstExpiry.UTC().Format(time.RFC3339))
 	}
-	secrets, fresh, err := webhook.Rotate(old, now, grace)
 	if err != nil {
 		return protocol.WebhookSubscription{}, internal("could not make a secret", err)
 	}
@@ -424,34 +423,6 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, id string, grace time.
 	out := webhookView(&s)
 	out.Secret = fresh.Encode()
 	return out, nil
-}
-
-// MaxLiveSecrets bounds the secrets that sign a subscription's messages
-// at once (the current one and those in their grace periods): a rotation
-// with a grace period is refused when that many are live.
-const MaxLiveSecrets = 8
-
-// liveSecrets returns those of ss that still sign at now.
-func liveSecrets(ss []webhook.Secret, now time.Time) []webhook.Secret {
-	var out []webhook.Secret
-	for _, s := range ss {
-		if s.Live(now) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// firstExpiry is the earliest end of a grace period among ss (zero if
-// none ends).
-func firstExpiry(ss []webhook.Secret) time.Time {
-	var first time.Time
-	for _, s := range ss {
-		if !s.ExpiresAt.IsZero() && (first.IsZero() || s.ExpiresAt.Before(first)) {
-			first = s.ExpiresAt
-		}
-	}
-	return first.UTC()
 }
 
 // deliveryView is the API's form of d; with history, its message and

@@ -10,6 +10,7 @@ import (
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/internal/testsupport/backends"
 	"github.com/asmp-dev/asmp/protocol"
+	"github.com/asmp-dev/asmp/webhook"
 	"github.com/asmp-dev/asmp/workflow"
 )
 
@@ -72,7 +73,7 @@ func (h *hookRig) lastDelivery(t testing.TB, sub string) string {
 }
 
 // Rotations with a grace period add a signing secret each, up to
-// engine.MaxLiveSecrets; one more is refused (409, with a hint), so a
+// webhook.MaxLiveSecrets; one more is refused (409, with a hint), so a
 // message never carries more signatures than that; a rotation with grace
 // 0 still works and leaves one.
 func TestWebhooksRotationsAreBounded(t *testing.T) {
@@ -80,14 +81,14 @@ func TestWebhooksRotationsAreBounded(t *testing.T) {
 	fc := clock.NewFake(hookT0)
 	h := newHookRig(t, st, fc, newHookReceiver(t))
 	sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
-	for range engine.MaxLiveSecrets - 1 {
+	for range webhook.MaxLiveSecrets - 1 {
 		if _, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour)
 	if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), "rotate with grace 0") {
-		t.Fatalf("rotation with %d secrets live: %v, want a conflict saying how to go on", engine.MaxLiveSecrets, err)
+		t.Fatalf("rotation with %d secrets live: %v, want a conflict saying how to go on", webhook.MaxLiveSecrets, err)
 	}
 	rot, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, 0)
 	if err != nil {
@@ -103,7 +104,7 @@ func TestWebhooksRotationsAreBounded(t *testing.T) {
 	if m := h.rc.received()[0]; len(strings.Fields(m.Header.Get("webhook-signature"))) != 1 || m.Status != 200 {
 		t.Fatalf("after a rotation without grace: %q, status %d", m.Header.Get("webhook-signature"), m.Status)
 	}
-	for range engine.MaxLiveSecrets - 1 { // at the bound again
+	for range webhook.MaxLiveSecrets - 1 { // at the bound again
 		if _, err := h.eng.RotateWebhookSecret(context.Background(), sub.ID, time.Hour); err != nil {
 			t.Fatal(err)
 		}

@@ -110,12 +110,45 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // Live reports whether the secret signs at time t: it has not expired.
 func (s Secret) Live(t time.Time) bool { return s.ExpiresAt.IsZero() || t.Before(s.ExpiresAt) }
 
+// MaxLiveSecrets bounds the secrets that sign a subscription's messages
+// at once (the current one and those in their grace periods): Rotate with
+// a grace period refuses to add one more, so a message never carries a
+// signature header that receivers' header limits refuse.
+const MaxLiveSecrets = 8
+
+// TooManySecretsError is Rotate's refusal when MaxLiveSecrets are live:
+// Live of them, the first grace period ending at FirstExpiry.
+type TooManySecretsError struct {
+	Live        int
+	FirstExpiry time.Time
+}
+
+func (e *TooManySecretsError) Error() string {
+	return fmt.Sprintf("webhook: %d secrets sign already (at most %d); the first grace period ends at %s", e.Live, MaxLiveSecrets, e.FirstExpiry.UTC().Format(time.RFC3339))
+}
+
 // Rotate returns the secrets of a subscription after a rotation at now:
 // a new key first, then each key that was live, kept live until now+grace
 // (or its own earlier expiry); keys already expired are dropped. Messages
 // are signed with all of them until the old ones expire, so receivers can
-// switch to the new secret at any time within the grace period.
+// switch to the new secret at any time within the grace period. With a
+// grace period and MaxLiveSecrets live already, it is a
+// *TooManySecretsError.
 func Rotate(secrets []Secret, now time.Time, grace time.Duration) ([]Secret, Secret, error) {
+	if grace > 0 {
+		full := TooManySecretsError{}
+		for _, s := range secrets {
+			if s.Live(now) {
+				full.Live++
+				if !s.ExpiresAt.IsZero() && (full.FirstExpiry.IsZero() || s.ExpiresAt.Before(full.FirstExpiry)) {
+					full.FirstExpiry = s.ExpiresAt
+				}
+			}
+		}
+		if full.Live >= MaxLiveSecrets {
+			return nil, Secret{}, &full
+		}
+	}
 	fresh, err := NewSecret()
 	if err != nil {
 		return nil, Secret{}, err
