@@ -14,6 +14,7 @@ import (
 	"github.com/asmp-dev/asmp/internal/edge/paging"
 	"github.com/asmp-dev/asmp/server"
 	"github.com/asmp-dev/asmp/store"
+	"github.com/asmp-dev/asmp/store/storetest"
 	"github.com/asmp-dev/asmp/webhook"
 )
 
@@ -218,7 +219,7 @@ func TestWebhooksAPIPagesADeliverysAttempts(t *testing.T) {
 			t.Fatalf("claim %d: %v, %v", n, ds, err)
 		}
 		did = ds[0].ID
-		if err := store.RecordAttempt(ctx, e.st, did, "test", store.DeliveryAttempt{At: now, Status: 500, Class: "non_2xx"}, store.DeliveryPending, now); err != nil {
+		if err := storetest.RecordAttempt(ctx, e.st, did, "test", store.DeliveryAttempt{At: now, Status: 500, Class: "non_2xx"}, store.DeliveryPending, now); err != nil {
 			t.Fatal(err)
 		}
 	}

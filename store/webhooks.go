@@ -19,7 +19,7 @@ import (
 // without its messages, nor a message stored for a change that was not
 // (a lost compare-and-set stores neither). The delivery side then claims
 // due deliveries under leases (WebhookStore.ClaimDeliveries), sends them
-// and records each attempt (RecordAttempt), which settles the delivery
+// and records each attempt (RecordAttempts), which settles the delivery
 // (delivered, failed) or schedules its retry.
 
 // Delivery statuses.
@@ -104,7 +104,7 @@ type Delivery struct {
 type DeliveryAttempt struct {
 	DeliveryID string
 	// N numbers the delivery's attempts 1, 2, 3, … (redeliveries go on
-	// counting); RecordAttempt sets it.
+	// counting); RecordAttempts sets it.
 	N  int
 	At time.Time
 	// Status is the HTTP status of the answer, 0 when there was none.
@@ -175,8 +175,8 @@ func PrepareEnqueue(runID string, seq int64, at time.Time, ds []Delivery) ([]Del
 	return out, nil
 }
 
-// AttemptRecord is one attempt for RecordAttempts: RecordAttempt's
-// arguments but the owner.
+// AttemptRecord is one attempt for RecordAttempts: the delivery, the
+// attempt and how it settles the delivery.
 type AttemptRecord struct {
 	// ID is the delivery's.
 	ID      string
@@ -186,17 +186,7 @@ type AttemptRecord struct {
 	NextAt time.Time
 }
 
-// RecordAttempt records one attempt with w.RecordAttempts: the record's
-// refusal, or the write's error.
-func RecordAttempt(ctx context.Context, w WebhookStore, id, owner string, a DeliveryAttempt, status string, nextAt time.Time) error {
-	errs, err := w.RecordAttempts(ctx, owner, []AttemptRecord{{ID: id, Attempt: a, Status: status, NextAt: nextAt}})
-	if err != nil {
-		return err
-	}
-	return errs[0]
-}
-
-// CheckAttempt checks RecordAttempt's arguments: a known status, and a
+// CheckAttempt checks an attempt record's settling: a known status, and a
 // retry's time for pending.
 func CheckAttempt(status string, nextAt time.Time) error {
 	switch status {
@@ -286,7 +276,7 @@ func SortDeliveries(ds []Delivery) {
 // settled deliveries in SQLite and Postgres, a heap in memstore, so a
 // prune costs the deliveries it deletes, not those stored. Pending
 // deliveries (due, waiting for a retry, or leased: a lease is only ever
-// held on a pending delivery, and RecordAttempt ends it) are never
+// held on a pending delivery, and RecordAttempts ends it) are never
 // deleted, so no queue loses the delivery that holds it back.
 //
 // # Runs and subscriptions
@@ -342,7 +332,7 @@ type WebhookStore interface {
 	// ErrNotFound for an unknown delivery, or CheckAttempt's refusal.
 	// When the write as a whole fails, err says why, errs is nil and
 	// nothing is recorded. The delivery loop records the answers of a
-	// claim this way; RecordAttempt records one.
+	// claim this way.
 	RecordAttempts(ctx context.Context, owner string, rs []AttemptRecord) (errs []error, err error)
 
 	// NextDeliveryDue returns the earliest time at which ClaimDeliveries

@@ -38,7 +38,7 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 		if err != nil || len(ds) != 2 {
 			t.Fatalf("claim = %v, %v; want both", ds, err)
 		}
-		if err := store.RecordAttempt(ctx, s, "d1", "old", store.DeliveryAttempt{At: t0, Status: 503, Class: "non_2xx"}, store.DeliveryPending, t0.Add(5*time.Second)); err != nil {
+		if err := storetest.RecordAttempt(ctx, s, "d1", "old", store.DeliveryAttempt{At: t0, Status: 503, Class: "non_2xx"}, store.DeliveryPending, t0.Add(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(); err != nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,7 +137,7 @@ func record(t *testing.T, s store.WebhookStore, id, owner string, at time.Time, 
 	if status == store.DeliveryDelivered {
 		a.Status, a.Class, a.Answer, a.Error = 200, "delivered", "ok", ""
 	}
-	if err := store.RecordAttempt(ctx(), s, id, owner, a, status, next); err != nil {
+	if err := RecordAttempt(ctx(), s, id, owner, a, status, next); err != nil {
 		t.Fatalf("RecordAttempt(%s, %s): %v", id, status, err)
 	}
 }
@@ -344,7 +345,7 @@ func testDeliveryLeaseExpiry(t *testing.T, s RunsAndWebhooks) {
 		t.Fatalf("reclaimed delivery owned by %q", got[0].Owner)
 	}
 	a := store.DeliveryAttempt{At: t0.Add(time.Minute), Class: "delivered", Status: 200}
-	if err := store.RecordAttempt(ctx(), s, "d", "dead", a, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
+	if err := RecordAttempt(ctx(), s, "d", "dead", a, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("RecordAttempt by the old holder = %v, want ErrConflict", err)
 	}
 	if d := getDel(t, s, "a", "d"); d.Status != store.DeliveryPending || d.Owner != "alive" || d.Attempts != 0 {
@@ -360,21 +361,21 @@ func testRecordAttempt(t *testing.T, s RunsAndWebhooks) {
 	putSub(t, s, Sub("a"))
 	r := createWith(t, s, "run", Out("d1", "a", "m1"))
 	commitWith(t, s, r, Out("d2", "a", "m2"))
-	if err := store.RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: t0}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
+	if err := RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: t0}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("RecordAttempt of a delivery never claimed = %v, want ErrConflict", err)
 	}
-	if err := store.RecordAttempt(ctx(), s, "nope", "w", store.DeliveryAttempt{At: t0}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrNotFound) {
+	if err := RecordAttempt(ctx(), s, "nope", "w", store.DeliveryAttempt{At: t0}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("RecordAttempt of an unknown delivery = %v, want ErrNotFound", err)
 	}
 	at := t0.Add(time.Minute)
 	wantDeliveries(t, "claim", claimDel(t, s, at, 10, "w"), "d1")
-	if err := store.RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: at}, "lost", time.Time{}); err == nil {
+	if err := RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: at}, "lost", time.Time{}); err == nil {
 		t.Fatal("an unknown status was recorded")
 	}
-	if err := store.RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: at}, store.DeliveryPending, time.Time{}); err == nil {
+	if err := RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: at}, store.DeliveryPending, time.Time{}); err == nil {
 		t.Fatal("a retry without its time was recorded")
 	}
-	if err := store.RecordAttempt(ctx(), s, "d1", "other", store.DeliveryAttempt{At: at}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
+	if err := RecordAttempt(ctx(), s, "d1", "other", store.DeliveryAttempt{At: at}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("RecordAttempt by another owner = %v, want ErrConflict", err)
 	}
 	retry := at.Add(5 * time.Second)
@@ -384,7 +385,7 @@ func testRecordAttempt(t *testing.T, s RunsAndWebhooks) {
 		d.Owner != "" || !d.LeaseUntil.IsZero() || !d.UpdatedAt.Equal(at) {
 		t.Fatalf("delivery after a retry %+v", d)
 	}
-	if err := store.RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: at}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
+	if err := RecordAttempt(ctx(), s, "d1", "w", store.DeliveryAttempt{At: at}, store.DeliveryDelivered, time.Time{}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a second record on one claim = %v, want ErrConflict", err)
 	}
 	wantDeliveries(t, "claim before the retry's time (d2 waits behind d1)", claimDel(t, s, retry.Add(-time.Millisecond), 10, "w"))
@@ -645,7 +646,7 @@ func DeliverAll(t *testing.T, claimers []store.WebhookStore, now time.Time) int 
 					done[d.ID] = true
 					last[queue{d.SubscriptionID, d.RunID}] = d.Seq
 					mu.Unlock()
-					if err := store.RecordAttempt(ctx(), s, d.ID, owner, store.DeliveryAttempt{At: now, Status: 200, Class: "delivered"}, store.DeliveryDelivered, time.Time{}); err != nil {
+					if err := RecordAttempt(ctx(), s, d.ID, owner, store.DeliveryAttempt{At: now, Status: 200, Class: "delivered"}, store.DeliveryDelivered, time.Time{}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -848,4 +849,14 @@ func testPruneDeliveriesInBatches(t *testing.T, s RunsAndWebhooks) {
 			wantDeliveries(t, "a page after a cursor", mustList(t, s, "a", want[1], 2), want[2:4]...)
 		}
 	}
+}
+
+// RecordAttempt records one attempt with w.RecordAttempts: the record's
+// refusal, or the write's error (for tests that record one at a time).
+func RecordAttempt(ctx context.Context, w store.WebhookStore, id, owner string, a store.DeliveryAttempt, status string, nextAt time.Time) error {
+	errs, err := w.RecordAttempts(ctx, owner, []store.AttemptRecord{{ID: id, Attempt: a, Status: status, NextAt: nextAt}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
