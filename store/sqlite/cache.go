@@ -28,14 +28,17 @@ func runSize(r store.Run) int {
 // runCache keeps the current value of recently read runs, so that reading
 // a run again costs a map lookup instead of a query. Only one process
 // uses a database file (Open takes an exclusive lock), and every write
-// goes through the store's writer, which updates a cached run right after
-// its commit and before answering the write: a read that starts after a
-// write was acknowledged never gets an older value.
+// goes through the store's writer, which drops a run's kept value before
+// the COMMIT that changes it (committing) and keeps the new value once
+// the COMMIT is done (done), before answering the write. So no read gets
+// a value older than one another read has already seen in the database:
+// while a commit is in flight its run is read from the database, which
+// holds the old value until COMMIT and the new one from then on.
 //
 // A read that misses fills the cache with what it read unless a commit of
-// a run in the same bucket happened meanwhile (gens), so a value read just
-// before a commit can never be kept after it. Creating runs does not fill
-// the cache; reading them does.
+// a run in the same bucket began or ended meanwhile (gens) or is in
+// flight (pending), so a value read just before a commit can never be
+// kept after it. Creating runs does not fill the cache; reading them does.
 //
 // A kept run also keeps its row's rowid, which never changes while the
 // store is open (nothing here renumbers rows: no VACUUM), so that a commit
@@ -44,8 +47,11 @@ type runCache struct {
 	mu    sync.Mutex
 	runs  map[string]cachedRun
 	bytes int          // runSize of the kept runs
-	gens  [1024]uint64 // commits per bucket of run ids
-	seed  maphash.Seed
+	gens  [1024]uint64 // commits begun and ended per bucket of run ids
+	// pending counts the commits in flight per bucket: between
+	// committing and done, no read fills the bucket.
+	pending [1024]int32
+	seed    maphash.Seed
 }
 
 // cachedRun is a kept run and its row's rowid.
@@ -85,7 +91,7 @@ func (c *runCache) fill(r store.Run, rowid int64, gen uint64) {
 	b := c.bucket(r.ID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gens[b] != gen {
+	if c.gens[b] != gen || c.pending[b] != 0 {
 		return
 	}
 	c.put(r, rowid)
@@ -115,21 +121,60 @@ func (c *runCache) put(r store.Run, rowid int64) {
 	c.bytes += size
 }
 
-// committed records a commit of run id: its new value r, or its deletion
-// (deleted). A cached value is replaced; an uncached run stays uncached.
-func (c *runCache) committed(id string, r store.Run, deleted bool) {
+// committing records that a commit of run id is about to be made
+// durable: its kept value is dropped and, until done, no read keeps one.
+// It returns the rowid the run was kept with (0 when it was not kept),
+// for done.
+func (c *runCache) committing(id string) (rowid int64) {
 	b := c.bucket(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gens[b]++
+	c.pending[b]++
 	old, ok := c.runs[id]
 	if !ok {
-		return
+		return 0
 	}
-	if deleted {
+	delete(c.runs, id)
+	c.bytes -= runSize(old.run)
+	return old.rowid
+}
+
+// done records the end of a commit of run id begun with committing, which
+// returned rowid: r is the run's new value, nil when the run was deleted
+// or the COMMIT failed. The new value is kept when the run was kept
+// before the commit (rowid != 0) or is kept now (by an earlier commit of
+// the same group); a run nobody read stays uncached.
+func (c *runCache) done(id string, r *store.Run, rowid int64) {
+	b := c.bucket(id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gens[b]++
+	c.pending[b]--
+	old, ok := c.runs[id]
+	if ok {
 		delete(c.runs, id)
 		c.bytes -= runSize(old.run)
-		return
+		if rowid == 0 {
+			rowid = old.rowid
+		}
 	}
-	c.put(r, old.rowid)
+	if r != nil && rowid != 0 {
+		c.put(*r, rowid)
+	}
+}
+
+// hook is the commitHook of one commit of run id: r is its new value, nil
+// when the commit deletes it.
+func (c *runCache) hook(id string, r *store.Run) *commitHook {
+	var rowid int64
+	return &commitHook{
+		before: func() { rowid = c.committing(id) },
+		after: func(ok bool) {
+			if !ok {
+				r = nil
+			}
+			c.done(id, r, rowid)
+		},
+	}
 }

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/storetest"
@@ -97,5 +99,39 @@ func TestCommitChecksTheKeptRowid(t *testing.T) {
 	}
 	if v, state, _ := stored(t, s, "a"); v != 2 || state != "B" {
 		t.Fatalf("run a after its commit: version %d, state %s", v, state)
+	}
+}
+
+// A read made the moment a commit is durable, before the writer answers
+// it (another read may already have seen the commit's events in the
+// file), gets the committed run, not the value kept from before.
+func TestReadRightAfterCOMMITGetsTheCommittedRun(t *testing.T) {
+	t.Parallel()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "window.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var armed atomic.Bool
+	seen := make(chan int64, 1)
+	OnCommit(s, func(int, time.Duration) {
+		if armed.Load() {
+			r, err := s.GetRun(context.Background(), "w")
+			if err != nil {
+				t.Error(err)
+			}
+			seen <- r.Version
+		}
+	})
+	r := createKept(t, s, "w", "")
+	armed.Store(true)
+	if err := s.CommitRun(t.Context(), 1, storetest.Next(r, "go", "B", `{}`)).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-seen; v != 2 {
+		t.Fatalf("a read right after COMMIT got version %d, want 2", v)
+	}
+	if r, _ := s.GetRun(t.Context(), "w"); r.Version != 2 || s.runs.rowid("w") == 0 {
+		t.Fatalf("after the commit: version %d, rowid kept %v; want 2, kept", r.Version, s.runs.rowid("w") != 0)
 	}
 }

@@ -144,10 +144,17 @@ func (s *Store) PinLegacyRuns(ctx context.Context, workflowID, version string) (
 			return fmt.Errorf("sqlite: pin legacy runs: %w", err)
 		}
 		return nil
-	}, func() {
-		for _, id := range ids {
-			s.runs.committed(id, store.Run{}, true) // read again, with the pin
-		}
+	}, &commitHook{ // the pinned runs are read again, with the pin
+		before: func() {
+			for _, id := range ids {
+				s.runs.committing(id)
+			}
+		},
+		after: func(bool) {
+			for _, id := range ids {
+				s.runs.done(id, nil, 0)
+			}
+		},
 	}).Wait()
 	if err != nil {
 		return 0, err

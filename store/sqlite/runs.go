@@ -103,7 +103,7 @@ func (s *Store) CreateRun(ctx context.Context, c store.Commit) error {
 			return err
 		}
 		return applyOutbox(tx, &c)
-	}, func() { s.runs.committed(c.Run.ID, c.Run, false) }).Wait()
+	}, s.runs.hook(c.Run.ID, &c.Run)).Wait()
 }
 
 // applyRest writes the commit's event and task changes. patchBytes is the
@@ -267,7 +267,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, version int64) error {
 			return fmt.Errorf("sqlite: delete run %s's timers: %w", id, err)
 		}
 		return nil
-	}, func() { s.runs.committed(id, store.Run{}, true) }).Wait()
+	}, s.runs.hook(id, nil)).Wait()
 }
 
 // CommitRun implements store.RunStore. It queues the commit for the writer
@@ -324,7 +324,7 @@ func (s *Store) CommitRun(ctx context.Context, expected int64, c store.Commit) s
 			return err
 		}
 		return applyOutbox(tx, &c)
-	}, func() { s.runs.committed(c.Run.ID, c.Run, false) })
+	}, s.runs.hook(c.Run.ID, &c.Run))
 }
 
 // updateRunAt writes a commit's run in the row of rowid ?13 when it is

@@ -7,8 +7,9 @@
 // another's, and the whole group is made durable by one fsync
 // (synchronous=FULL) before any request is answered. Reads use a separate
 // pool of connections and never wait for the writer; recently read runs
-// are kept in memory and updated by the writer after each commit, so the
-// database file belongs to one process at a time (Open locks it).
+// are kept in memory, dropped by the writer before each COMMIT and kept
+// again once it is done, so the database file belongs to one process at a
+// time (Open locks it).
 package sqlite
 
 import (
@@ -69,9 +70,9 @@ var (
 
 type writeReq struct {
 	fn func(tx wtx) error
-	// after, when set, runs once fn's changes are committed (and before
-	// the write is answered): it updates what the store keeps in memory.
-	after func()
+	// hook, when set, updates what the store keeps in memory around the
+	// COMMIT of fn's changes.
+	hook *commitHook
 	// seal, when set, makes fn a ledger append: once every request of
 	// the batch has run, the last seal of the batch signs one checkpoint
 	// of the batch's records, stored before COMMIT, and sealed receives it.
@@ -245,9 +246,9 @@ func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 
 // queue puts fn in the writer's queue and returns at once; the Pending
 // settles with write's result. Functions queued one after the other run in
-// that order. after, when not nil, runs once fn's changes are committed.
-func (s *Store) queue(ctx context.Context, fn func(tx wtx) error, after func()) store.Pending {
-	return s.enqueue(ctx, &writeReq{fn: fn, after: after, err: make(chan error, 1)})
+// that order. hook, when not nil, runs around the COMMIT of fn's changes.
+func (s *Store) queue(ctx context.Context, fn func(tx wtx) error, hook *commitHook) store.Pending {
+	return s.enqueue(ctx, &writeReq{fn: fn, hook: hook, err: make(chan error, 1)})
 }
 
 // enqueue is queue for a prepared request.
@@ -299,6 +300,16 @@ func (s *Store) writer() {
 	}
 }
 
+// commitHook updates what the store keeps in memory around the COMMIT of
+// one write: before runs once the write's changes are made (before
+// COMMIT), after once the COMMIT succeeded (ok) or failed (!ok), before
+// the write is answered. Neither runs for a write whose changes were
+// rolled back.
+type commitHook struct {
+	before func()
+	after  func(ok bool)
+}
+
 func (s *Store) commitBatch(batch []*writeReq) {
 	fail := func(err error) {
 		for _, r := range batch {
@@ -347,19 +358,27 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			r.sealed = ck
 		}
 	}
-	t0 := time.Now()
-	if _, err := tx.Exec(`COMMIT`); err != nil {
-		rollback() // a failed COMMIT may leave the transaction open
-		fail(fmt.Errorf("sqlite: commit: %w", err))
-		return
+	hooked := func(i int, r *writeReq) bool { return results[i] == nil && r.hook != nil }
+	for i, r := range batch {
+		if hooked(i, r) {
+			r.hook.before()
+		}
 	}
-	if s.onCommit != nil {
+	t0 := time.Now()
+	_, err := tx.Exec(`COMMIT`)
+	if err != nil {
+		rollback() // a failed COMMIT may leave the transaction open
+	} else if s.onCommit != nil {
 		s.onCommit(len(batch), time.Since(t0))
 	}
 	for i, r := range batch {
-		if results[i] == nil && r.after != nil {
-			r.after()
+		if hooked(i, r) {
+			r.hook.after(err == nil)
 		}
+	}
+	if err != nil {
+		fail(fmt.Errorf("sqlite: commit: %w", err))
+		return
 	}
 	for i, r := range batch {
 		r.err <- results[i]
