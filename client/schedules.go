@@ -25,7 +25,18 @@ type Schedule struct {
 	// NextTick is the first tick after the last; nil when there is none
 	// within five years.
 	NextTick *string `json:"next_tick"`
-	Href     string  `json:"href"`
+	// LastFailure is the latest tick whose run could not be started (its
+	// data over the server's run data limit, its workflow no longer
+	// served, …) and why; nil while none has failed. It stays after later
+	// ticks start runs: compare its Tick with LastTick.
+	LastFailure *ScheduleFailure `json:"last_failure"`
+	Href        string           `json:"href"`
+}
+
+// ScheduleFailure is a schedule's tick whose run could not be started.
+type ScheduleFailure struct {
+	Tick  string `json:"tick"` // RFC 3339
+	Error string `json:"error"`
 }
 
 // SchedulePage is one page of the schedule list, by schedule id.

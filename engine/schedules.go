@@ -556,6 +556,7 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, ws *workflo
 	data, err := decodeData(s.Data)
 	if err != nil {
 		e.log.Error("a schedule's data is not a JSON object; its tick starts no run", "schedule", s.ID, "tick", tick, "err", err)
+		e.scheduleFailed(ctx, s.ID, tick, "The schedule's stored data is not a JSON object, so its tick started no run.")
 		return false, nil
 	}
 	// Once the tick is ours, start its run whatever ctx says: a loop
@@ -573,12 +574,22 @@ func (e *Engine) fireSchedule(ctx context.Context, s store.Schedule, ws *workflo
 		// on another replica) starts it, under the same run id.
 		if _, rerr := e.store.AdvanceSchedule(context.WithoutCancel(ctx), s.ID, tick, s.LastTick); rerr != nil {
 			e.log.Error("could not give a schedule's tick back; that tick starts no run", "schedule", s.ID, "tick", tick, "err", rerr)
+			e.scheduleFailed(ctx, s.ID, tick, "The store failed while the tick's run was started, and the tick could not be given back: it started no run (the server log has the store's errors).")
 		}
 		return false, err
 	default:
 		// Refused (the data is too large for a run, …): trying again
 		// would be refused again. The tick is spent.
 		e.log.Error("a schedule's run was refused; the tick starts no run", "schedule", s.ID, "tick", tick, "err", err)
+		e.scheduleFailed(ctx, s.ID, tick, "The tick's run was refused ("+protocol.ErrorCode(err)+"): "+err.Error())
 		return false, nil
+	}
+}
+
+// scheduleFailed records that the run of schedule id's tick could not be
+// started, and why (the schedule's last_failure), whatever ctx says.
+func (e *Engine) scheduleFailed(ctx context.Context, id string, tick time.Time, msg string) {
+	if err := e.store.FailSchedule(context.WithoutCancel(ctx), id, store.ScheduleFailure{Tick: tick, Error: msg}); err != nil {
+		e.log.Error("could not record a schedule's failed tick", "schedule", id, "tick", tick, "err", err)
 	}
 }

@@ -601,3 +601,46 @@ func TestSyncFileSchedulesRefusesDataOverTheLimit(t *testing.T) {
 		t.Fatalf("stored schedules %+v, %v; want none", ss, err)
 	}
 }
+
+// A tick whose run is refused (here: the schedule's data is over the run
+// data limit the server now has) starts no run and is shown as the
+// schedule's last failure, with the tick and why, until a later failure
+// replaces it; the tick is spent, so the next look starts nothing again.
+func TestRefusedTickIsTheSchedulesLastFailure(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	big, err := engine.New(st, []*workflow.Definition{reportFlow(t, "")}, &engine.Options{Clock: clock.NewFake(schedT0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := big.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "0 10 * * *", Data: map[string]any{"note": strings.Repeat("x", 100)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.LastFailure != (store.ScheduleFailure{}) {
+		t.Fatalf("a new schedule has a failure: %+v", sc.LastFailure)
+	}
+	fc := clock.NewFake(schedT0)
+	small, err := engine.New(st, []*workflow.Definition{reportFlow(t, "")}, &engine.Options{Clock: fc, MaxRunData: 50, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(time.Hour) // 10:00:30: the 10:00 tick is due
+	if n, err := small.FireDueSchedules(ctx, fc.Now()); err != nil || n != 0 {
+		t.Fatalf("FireDueSchedules = %d, %v; want 0 runs started, no error", n, err)
+	}
+	tick := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+	got, err := small.GetSchedule(ctx, sc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got.LastFailure; !f.Tick.Equal(tick) || !strings.Contains(f.Error, "too_large") || !strings.Contains(f.Error, "50") {
+		t.Fatalf("LastFailure = %+v, want the 10:00 tick, too_large and the limit", f)
+	}
+	if rs, err := st.ListRuns(ctx, store.RunFilter{}); err != nil || len(rs) != 0 {
+		t.Fatalf("runs = %v, %v; want none", rs, err)
+	}
+	if n, err := small.FireDueSchedules(ctx, fc.Now()); err != nil || n != 0 {
+		t.Fatalf("a second look: %d, %v; want nothing (the tick is spent)", n, err)
+	}
+}

@@ -36,7 +36,16 @@ type scheduleJSON struct {
 	// NextTick is the first tick after the last (or after creation); null
 	// when the expression has none within five years.
 	NextTick *string `json:"next_tick"`
-	Href     string  `json:"href"`
+	// LastFailure is the latest tick whose run could not be started, and
+	// why; null while none has failed.
+	LastFailure *scheduleFailureJSON `json:"last_failure"`
+	Href        string               `json:"href"`
+}
+
+// scheduleFailureJSON is a schedule's last failed tick.
+type scheduleFailureJSON struct {
+	Tick  string `json:"tick"`
+	Error string `json:"error"`
 }
 
 // schedulePage is the answer of GET /schedules.
@@ -62,6 +71,9 @@ func scheduleOut(root string, s *engine.Schedule) scheduleJSON {
 		CreatedAt: msTime(s.CreatedAt), NextTick: optTime(s.NextTick), Href: root + "/schedules/" + url.PathEscape(s.ID)}
 	if s.Ran {
 		out.LastTick = optTime(s.LastTick)
+	}
+	if f := s.LastFailure; !f.Tick.IsZero() {
+		out.LastFailure = &scheduleFailureJSON{Tick: msTime(f.Tick), Error: f.Error}
 	}
 	if len(out.Data) == 0 {
 		out.Data = json.RawMessage(`{}`)

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"fmt"
+	"github.com/asmp-dev/asmp/store"
 	"io"
 	"log/slog"
 	"strings"
@@ -69,6 +71,28 @@ func TestSchedulesAPI(t *testing.T) {
 	g := e.do("GET", "/schedules/"+id, nil, admin...).json(t)
 	if g["last_tick"] != s["next_tick"] || g["next_tick"] == s["next_tick"] {
 		t.Fatalf("after the tick: last_tick %v, next_tick %v; want last %v and a later next", g["last_tick"], g["next_tick"], s["next_tick"])
+	}
+	if f, ok := g["last_failure"]; !ok || f != nil {
+		t.Fatalf("last_failure of a schedule whose ticks all started runs = %v (present %v), want null", f, ok)
+	}
+	// A failed tick (recorded as the engine does when a tick's run is
+	// refused) is shown with its tick and why, in the list too.
+	if err := e.st.FailSchedule(context.Background(), id, store.ScheduleFailure{Tick: next, Error: "The tick's run was refused (too_large): too big."}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := e.do("GET", "/schedules/"+id, nil, admin...).json(t)["last_failure"].(map[string]any)
+	if f["tick"] != s["next_tick"] || !strings.Contains(fmt.Sprint(f["error"]), "too_large") {
+		t.Fatalf("last_failure = %v, want the tick %v and its error", f, s["next_tick"])
+	}
+	listed := false
+	for _, x := range e.do("GET", "/schedules", nil, admin...).json(t)["schedules"].([]any) {
+		if x := x.(map[string]any); x["schedule_id"] == id {
+			lf, _ := x["last_failure"].(map[string]any)
+			listed = lf["tick"] == s["next_tick"]
+		}
+	}
+	if !listed {
+		t.Fatal("GET /schedules does not show the schedule's last failure")
 	}
 
 	for _, bad := range []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 )
 
 // Schedule sources.
@@ -41,7 +42,21 @@ type Schedule struct {
 	// none has: a new schedule starts runs for the ticks after it was
 	// created, never for earlier ones. Only AdvanceSchedule moves it.
 	LastTick time.Time
+	// LastFailure is the latest tick whose run could not be started, and
+	// why; zero while none has failed. Only FailSchedule sets it.
+	LastFailure ScheduleFailure
 }
+
+// ScheduleFailure is a schedule's tick whose run could not be started.
+type ScheduleFailure struct {
+	Tick time.Time
+	// Error says why, in at most MaxScheduleError bytes.
+	Error string
+}
+
+// MaxScheduleError bounds ScheduleFailure.Error: FailSchedule keeps at
+// most this many bytes of it (cut at a UTF-8 boundary).
+const MaxScheduleError = 1024
 
 // ScheduleStore keeps schedules and decides, by a compare-and-set on
 // each one's last tick, which process starts the run of a tick. All
@@ -78,6 +93,25 @@ type ScheduleStore interface {
 	// start the run of one tick, exactly one gets true. It returns false
 	// when LastTick is no longer from or the schedule is gone.
 	AdvanceSchedule(ctx context.Context, id string, from, to time.Time) (bool, error)
+
+	// FailSchedule records f as the schedule's LastFailure (its Error cut
+	// to MaxScheduleError bytes), replacing the one before whatever their
+	// ticks. A schedule that is gone is not an error: nothing is stored.
+	// PutFileSchedules keeps a stored file schedule's LastFailure.
+	FailSchedule(ctx context.Context, id string, f ScheduleFailure) error
+}
+
+// ScheduleError returns msg cut to MaxScheduleError bytes at a UTF-8
+// boundary, as FailSchedule stores it.
+func ScheduleError(msg string) string {
+	if len(msg) <= MaxScheduleError {
+		return msg
+	}
+	cut := MaxScheduleError
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut]
 }
 
 // ScheduleTime is t as every backend stores a schedule's times: UTC, at

@@ -69,7 +69,7 @@ func (s *Store) PutFileSchedules(ctx context.Context, workflows []string, ss []s
 	for _, sc := range ss {
 		if old, ok := s.sched.byID[sc.ID]; ok {
 			n := newSchedule(sc)
-			n.CreatedAt, n.LastTick = old.CreatedAt, old.LastTick
+			n.CreatedAt, n.LastTick, n.LastFailure = old.CreatedAt, old.LastTick, old.LastFailure
 			s.sched.byID[sc.ID] = n
 			continue
 		}
@@ -135,4 +135,14 @@ func (s *Store) AdvanceSchedule(ctx context.Context, id string, from, to time.Ti
 	}
 	sc.LastTick = store.ScheduleTime(to)
 	return true, nil
+}
+
+// FailSchedule implements store.ScheduleStore.
+func (s *Store) FailSchedule(ctx context.Context, id string, f store.ScheduleFailure) error {
+	s.sched.mu.Lock()
+	defer s.sched.mu.Unlock()
+	if sc, ok := s.sched.byID[id]; ok {
+		sc.LastFailure = store.ScheduleFailure{Tick: store.ScheduleTime(f.Tick), Error: store.ScheduleError(f.Error)}
+	}
+	return nil
 }

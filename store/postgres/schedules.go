@@ -13,15 +13,24 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
+// scheduleCols are the columns a schedule is written with; a read adds
+// its last failure (failed_tick, failed_error), which only FailSchedule
+// writes.
 const scheduleCols = `id, workflow_id, cron, timezone, data, source, created_at, last_tick`
+
+const scheduleReadCols = scheduleCols + `, failed_tick, failed_error`
 
 func scanSchedule(row pgx.Row) (store.Schedule, error) {
 	var s store.Schedule
 	var data []byte
-	if err := row.Scan(&s.ID, &s.WorkflowID, &s.Cron, &s.Timezone, &data, &s.Source, &s.CreatedAt, &s.LastTick); err != nil {
+	var failed *time.Time
+	if err := row.Scan(&s.ID, &s.WorkflowID, &s.Cron, &s.Timezone, &data, &s.Source, &s.CreatedAt, &s.LastTick, &failed, &s.LastFailure.Error); err != nil {
 		return store.Schedule{}, err
 	}
 	s.Data, s.CreatedAt, s.LastTick = json.RawMessage(data), utc(s.CreatedAt), utc(s.LastTick)
+	if failed != nil {
+		s.LastFailure.Tick = utc(*failed)
+	}
 	return s, nil
 }
 
@@ -84,7 +93,7 @@ func (s *Store) PutFileSchedules(ctx context.Context, workflows []string, ss []s
 
 // GetSchedule implements store.ScheduleStore.
 func (s *Store) GetSchedule(ctx context.Context, id string) (store.Schedule, error) {
-	sc, err := scanSchedule(s.pool.QueryRow(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE id = $1`, id))
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, `SELECT `+scheduleReadCols+` FROM schedules WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Schedule{}, fmt.Errorf("postgres: schedule %s: %w", id, store.ErrNotFound)
 	}
@@ -100,7 +109,7 @@ func (s *Store) ListSchedules(ctx context.Context, after string, limit int) ([]s
 	if limit > 0 {
 		lim = limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE id > $1 ORDER BY id LIMIT $2`, after, lim)
+	rows, err := s.pool.Query(ctx, `SELECT `+scheduleReadCols+` FROM schedules WHERE id > $1 ORDER BY id LIMIT $2`, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list schedules: %w", err)
 	}
@@ -145,4 +154,13 @@ func (s *Store) AdvanceSchedule(ctx context.Context, id string, from, to time.Ti
 		return false, fmt.Errorf("postgres: advance schedule %s: %w", id, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// FailSchedule implements store.ScheduleStore.
+func (s *Store) FailSchedule(ctx context.Context, id string, f store.ScheduleFailure) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE schedules SET failed_tick = $1, failed_error = $2 WHERE id = $3`,
+		store.ScheduleTime(f.Tick), store.ScheduleError(f.Error), id); err != nil {
+		return fmt.Errorf("postgres: record schedule %s's failure: %w", id, err)
+	}
+	return nil
 }

@@ -12,16 +12,24 @@ import (
 	"github.com/asmp-dev/asmp/store"
 )
 
+// scheduleCols are the columns a schedule is written with; a read adds
+// its last failure (failed_tick, failed_error), which only FailSchedule
+// writes.
 const scheduleCols = `id, workflow_id, cron, timezone, data, source, created_at, last_tick`
+
+const scheduleReadCols = scheduleCols + `, failed_tick, failed_error`
 
 func scanSchedule(sc scanner) (store.Schedule, error) {
 	var s store.Schedule
 	var data string
-	var created, last int64
-	if err := sc.Scan(&s.ID, &s.WorkflowID, &s.Cron, &s.Timezone, &data, &s.Source, &created, &last); err != nil {
+	var created, last, failed int64
+	if err := sc.Scan(&s.ID, &s.WorkflowID, &s.Cron, &s.Timezone, &data, &s.Source, &created, &last, &failed, &s.LastFailure.Error); err != nil {
 		return store.Schedule{}, err
 	}
 	s.Data, s.CreatedAt, s.LastTick = json.RawMessage(data), fromNanos(created), fromNanos(last)
+	if failed != 0 {
+		s.LastFailure.Tick = fromNanos(failed)
+	}
 	return s, nil
 }
 
@@ -104,7 +112,7 @@ func (s *Store) PutFileSchedules(ctx context.Context, workflows []string, ss []s
 
 // GetSchedule implements store.ScheduleStore.
 func (s *Store) GetSchedule(ctx context.Context, id string) (store.Schedule, error) {
-	sc, err := scanSchedule(s.queryRow(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE id = ?`, id))
+	sc, err := scanSchedule(s.queryRow(ctx, `SELECT `+scheduleReadCols+` FROM schedules WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Schedule{}, fmt.Errorf("sqlite: schedule %s: %w", id, store.ErrNotFound)
 	}
@@ -119,7 +127,7 @@ func (s *Store) ListSchedules(ctx context.Context, after string, limit int) ([]s
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.query(ctx, `SELECT `+scheduleCols+` FROM schedules WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+	rows, err := s.query(ctx, `SELECT `+scheduleReadCols+` FROM schedules WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
 	}
@@ -169,4 +177,15 @@ func (s *Store) AdvanceSchedule(ctx context.Context, id string, from, to time.Ti
 		return nil
 	})
 	return ok, err
+}
+
+// FailSchedule implements store.ScheduleStore.
+func (s *Store) FailSchedule(ctx context.Context, id string, f store.ScheduleFailure) error {
+	return s.write(ctx, func(tx wtx) error {
+		if _, err := tx.Exec(`UPDATE schedules SET failed_tick = ?, failed_error = ? WHERE id = ?`,
+			nanos(store.ScheduleTime(f.Tick)), store.ScheduleError(f.Error), id); err != nil {
+			return fmt.Errorf("sqlite: record schedule %s's failure: %w", id, err)
+		}
+		return nil
+	})
 }

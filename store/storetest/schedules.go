@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asmp-dev/asmp/store"
 )
@@ -25,6 +27,7 @@ func ScheduleStore(t *testing.T, newStore func(t *testing.T) store.ScheduleStore
 		{"ScheduleFileSync", testScheduleFileSync},
 		{"ScheduleAdvanceCAS", testScheduleAdvanceCAS},
 		{"ScheduleAdvanceOnce", testScheduleAdvanceOnce},
+		{"ScheduleFailure", testScheduleFailure},
 	})
 }
 
@@ -277,5 +280,70 @@ func testScheduleAdvanceOnce(t *testing.T, s store.ScheduleStore) {
 			t.Fatalf("tick %d: %d callers won the compare-and-set, want 1", i, n)
 		}
 		last = next
+	}
+}
+
+// A schedule's last failure is stored as given (its error cut to
+// store.MaxScheduleError bytes at a UTF-8 boundary), read back by Get and
+// List, replaced by the next one, untouched by AdvanceSchedule and kept by
+// PutFileSchedules; a failure of a schedule that is gone stores nothing.
+func testScheduleFailure(t *testing.T, s store.ScheduleStore) {
+	if err := s.PutSchedule(ctx(), APISchedule("api", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutFileSchedules(ctx(), []string{"a"}, []store.Schedule{fileSchedule("file", "a")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGetSchedule(t, s, "api"); got.LastFailure != (store.ScheduleFailure{}) {
+		t.Fatalf("a new schedule has a failure: %+v", got.LastFailure)
+	}
+	tick := t0.Add(5*time.Minute + 1234*time.Nanosecond)
+	if err := s.FailSchedule(ctx(), "api", store.ScheduleFailure{Tick: tick, Error: "run data too large"}); err != nil {
+		t.Fatal(err)
+	}
+	want := store.ScheduleFailure{Tick: store.ScheduleTime(tick), Error: "run data too large"}
+	if got := mustGetSchedule(t, s, "api").LastFailure; !got.Tick.Equal(want.Tick) || got.Error != want.Error {
+		t.Fatalf("LastFailure = %+v, want %+v", got, want)
+	}
+	if ok, err := s.AdvanceSchedule(ctx(), "api", t0, t0.Add(10*time.Minute)); err != nil || !ok {
+		t.Fatalf("AdvanceSchedule = %v, %v", ok, err)
+	}
+	ss, err := s.ListSchedules(ctx(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range ss {
+		if sc.ID == "api" && (!sc.LastFailure.Tick.Equal(want.Tick) || sc.LastFailure.Error != want.Error) {
+			t.Fatalf("listed after an advance: LastFailure = %+v, want %+v", sc.LastFailure, want)
+		}
+	}
+
+	// A longer error is cut, never inside a character; an earlier tick
+	// replaces a later one (the latest failure recorded wins).
+	long := strings.Repeat("é", store.MaxScheduleError) // 2 bytes each
+	if err := s.FailSchedule(ctx(), "api", store.ScheduleFailure{Tick: t0, Error: "x" + long}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGetSchedule(t, s, "api").LastFailure
+	if len(got.Error) > store.MaxScheduleError || len(got.Error) < store.MaxScheduleError-1 || !utf8.ValidString(got.Error) || !strings.HasPrefix("x"+long, got.Error) || !got.Tick.Equal(t0) {
+		t.Fatalf("a long failure was stored as %d bytes (valid UTF-8 %v) at %v; want a prefix of at most %d bytes at %v",
+			len(got.Error), utf8.ValidString(got.Error), got.Tick, store.MaxScheduleError, t0)
+	}
+
+	// A file schedule keeps its failure across a restart's PutFileSchedules.
+	if err := s.FailSchedule(ctx(), "file", store.ScheduleFailure{Tick: tick, Error: "workflow gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutFileSchedules(ctx(), []string{"a"}, []store.Schedule{fileSchedule("file", "a")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGetSchedule(t, s, "file").LastFailure; got.Error != "workflow gone" {
+		t.Fatalf("after a restart the file schedule's failure is %+v", got)
+	}
+	if err := s.FailSchedule(ctx(), "gone", store.ScheduleFailure{Tick: tick, Error: "x"}); err != nil {
+		t.Fatalf("FailSchedule of a schedule that is gone: %v", err)
+	}
+	if _, err := s.GetSchedule(ctx(), "gone"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("FailSchedule created a schedule: %v", err)
 	}
 }

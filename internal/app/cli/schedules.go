@@ -91,6 +91,11 @@ func writeScheduleList(out io.Writer, page *client.SchedulePage) {
 				oneLine(s.Timezone, 40), oneLine(s.Source, 8), oneLine(orNone(s.LastTick), 32), oneLine(orNone(s.NextTick), 32))
 		}
 		_ = tw.Flush()
+		for _, s := range page.Schedules {
+			if f := s.LastFailure; f != nil {
+				fmt.Fprintf(out, "Last failed tick of %s: %s started no run: %s\n", oneLine(s.ScheduleID, 64), oneLine(f.Tick, 32), oneLine(f.Error, 300))
+			}
+		}
 	}
 	if page.NextCursor != nil {
 		fmt.Fprintf(out, "More: asmp schedules list --cursor %s\n", command.Quote(oneLine(*page.NextCursor, 300)))

@@ -5,10 +5,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asmp-dev/asmp/engine"
 	"github.com/asmp-dev/asmp/examples"
 	"github.com/asmp-dev/asmp/server"
+	"github.com/asmp-dev/asmp/store"
 	"github.com/asmp-dev/asmp/store/memstore"
 	"github.com/asmp-dev/asmp/workflow"
 )
@@ -20,7 +22,8 @@ func TestSchedulesCommand(t *testing.T) {
 	b.State("RUN")
 	b.Schedule(workflow.Schedule{Cron: "0 3 * * *"})
 	nightly := b.MustBuild()
-	eng, err := engine.New(memstore.New(), append(examples.All(), nightly), nil)
+	st := memstore.New()
+	eng, err := engine.New(st, append(examples.All(), nightly), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +61,13 @@ func TestSchedulesCommand(t *testing.T) {
 	if !found || len(page.Schedules) != 2 || page.NextCursor != nil {
 		t.Fatalf("JSON list lacks the added schedule %s as added: %+v", id, page)
 	}
+	if strings.Contains(ok(t, hs.URL, "schedules", "list"), "Last failed tick") {
+		t.Fatal("the list names a failed tick where none failed")
+	}
+	if err := st.FailSchedule(context.Background(), id, store.ScheduleFailure{Tick: time.Date(2026, 5, 4, 7, 0, 0, 0, time.UTC), Error: "The tick's run was refused (too_large): too big."}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "a failed tick", ok(t, hs.URL, "schedules", "list"), "Last failed tick of "+id+": 2026-05-04T07:00:00", "started no run: The tick's run was refused (too_large)")
 	out = ok(t, hs.URL, "schedules", "list", "--limit", "1")
 	mustContain(t, "first page", out, "More: asmp schedules list --cursor ")
 
