@@ -9,6 +9,7 @@ import * as run from './run.js';
 import * as workflows from './workflows.js';
 import * as ledger from './ledger.js';
 import * as webhooks from './webhooks.js';
+import * as schedules from './schedules.js';
 
 const routes = [
   [/^#\/runs\/([^/?]+)$/, 'runs', (m) => run.mount, (m) => [decodeURIComponent(m[1])]],
@@ -17,6 +18,7 @@ const routes = [
   [/^#\/ledger\/([^/?]+)$/, 'ledger', () => ledger.mountReceipt, (m) => [decodeURIComponent(m[1])]],
   [/^#\/ledger(?:\?.*)?$/, 'ledger', () => ledger.mount, () => []],
   [/^#\/webhooks$/, 'webhooks', () => webhooks.mount, () => []],
+  [/^#\/schedules$/, 'schedules', () => schedules.mount, () => []],
 ];
 
 let cleanup = null;
