@@ -605,6 +605,15 @@ func (e *Engine) fireTimer(ctx context.Context, t store.Timer, known *store.Run)
 		if st != nil {
 			def, _ = st.Timer(t.Action)
 		}
+		if st != nil && len(st.Timers) > 1 {
+			earlier, err := e.earlierTimerDue(ctx, t)
+			if err != nil {
+				return err
+			}
+			if earlier {
+				return nil // it fires again when its lease ends, if the earlier leaves it pending
+			}
+		}
 		tr, ok := r.Def.Transition(r.State, t.Action)
 		if def == nil || !ok {
 			return e.refuseTimer(ctx, r, t, "The run's workflow version declares no timer "+quote(t.Action)+" in state "+r.State+".")
@@ -631,6 +640,29 @@ func (e *Engine) fireTimer(ctx context.Context, t store.Timer, known *store.Run)
 		}
 	}
 	return errors.New("engine: the run changed too often while its timer fired")
+}
+
+// earlierTimerDue reports whether t's run has another pending timer due
+// before t (ties by ID; so due now, t being due), which this call has not
+// fired: held by another process's lease (another replica claimed it), or
+// claimable. (A run's pending timers are all of its current entry into
+// its state: each entry replaces them.) t must wait for it, so that
+// of two timers due together the earlier fires first on every replica
+// (the engine's own claims already fire a run's timers in due order):
+// t is left to its lease, and once that ends it is claimed again and
+// fires unless the earlier moved the run on (then it is void). A state
+// with a single timer never asks.
+func (e *Engine) earlierTimerDue(ctx context.Context, t store.Timer) (bool, error) {
+	pending, err := e.store.RunTimers(ctx, t.RunID)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pending {
+		if p.DueAt.Before(t.DueAt) || p.DueAt.Equal(t.DueAt) && p.ID < t.ID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // know keeps r, a value of its run read from the store, as the run's last

@@ -692,3 +692,66 @@ func TestTimersOfOneRunFireInDueOrder(t *testing.T) {
 		}
 	})
 }
+
+// Two timers of one run due together (a downtime past both), the earlier
+// claimed by one replica and the later by another: the later waits for
+// the earlier instead of racing it, so the earlier moves the run on and
+// the later is void, as on one replica. A state's only timer never waits.
+func TestTimersDueTogetherOnTwoReplicasFireInDueOrder(t *testing.T) {
+	wb := workflow.New("two-v1", "WAIT")
+	wb.State("WAIT").After(time.Second, "escalate").After(2*time.Second, "expire")
+	wb.State("ESCALATED").After(time.Second, "close")
+	wb.State("EXPIRED")
+	wb.State("CLOSED")
+	wb.Transition("WAIT", "escalate", "ESCALATED")
+	wb.Transition("WAIT", "expire", "EXPIRED")
+	wb.Transition("ESCALATED", "close", "CLOSED")
+	st := memstore.New()
+	fc := clock.NewFake(timerT0)
+	e, err := engine.New(st, []*workflow.Definition{wb.MustBuild()}, &engine.Options{Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := e.StartRun(ctx, "two-v1", nil, engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(3 * time.Second)
+	// Replica A claims the earlier timer and has not fired it yet.
+	held, err := st.ClaimDueTimers(ctx, fc.Now(), 1, "replica-a", fc.Now().Add(time.Minute))
+	if err != nil || len(held) != 1 || held[0].Action != "escalate" {
+		t.Fatalf("replica A's claim: %+v, %v", held, err)
+	}
+	// Replica B claims the later one: it must not fire before escalate.
+	if n, err := e.FireDueTimers(ctx, &engine.TimerOptions{Owner: "replica-b"}); err != nil || n != 1 {
+		t.Fatalf("replica B claimed %d, %v; want expire", n, err)
+	}
+	if cur, err := e.GetRun(ctx, r.ID); err != nil || cur.State != "WAIT" {
+		t.Fatalf("after replica B's claim the run is in %s (%v), want WAIT: the later timer fired first", cur.State, err)
+	}
+	if err := e.FireTimer(ctx, held[0]); err != nil {
+		t.Fatal(err)
+	}
+	// expire's lease ends; it was voided when escalate left WAIT. The
+	// next state's only timer fires without waiting for anything.
+	fc.Advance(2 * time.Minute)
+	if _, err := e.FireDueTimers(ctx, &engine.TimerOptions{Owner: "replica-b"}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := e.GetRun(ctx, r.ID)
+	if err != nil || cur.State != "CLOSED" {
+		t.Fatalf("the run ended in %s (%v), want CLOSED through ESCALATED", cur.State, err)
+	}
+	evs, err := e.Events(ctx, r.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	for _, ev := range timerEvents(evs) {
+		fired = append(fired, ev.Action)
+	}
+	if strings.Join(fired, ",") != "escalate,close" {
+		t.Fatalf("timer events %v, want escalate then close", fired)
+	}
+}
