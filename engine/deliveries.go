@@ -516,16 +516,20 @@ func (e *Engine) attemptRecord(o DeliveryOptions, d store.Delivery, a webhook.At
 // disableWebhook marks a subscription disabled: nothing more is claimed
 // for it.
 func (e *Engine) disableWebhook(ctx context.Context, id, reason string) {
-	s, err := e.store.GetSubscription(ctx, id)
+	// One atomic update: a rotation or a redelivery's enabling at the
+	// same moment cannot undo it, nor it a deletion.
+	already := errors.New("already disabled")
+	err := e.store.UpdateSubscription(ctx, id, func(s *store.Subscription) error {
+		if s.Disabled {
+			return already
+		}
+		s.Disabled, s.DisabledReason, s.UpdatedAt = true, reason, e.now().UTC()
+		return nil
+	})
+	if errors.Is(err, already) || errors.Is(err, store.ErrNotFound) {
+		return
+	}
 	if err != nil {
-		e.log.Warn("disabling a webhook subscription failed", "subscription", id, "err", err)
-		return
-	}
-	if s.Disabled {
-		return
-	}
-	s.Disabled, s.DisabledReason, s.UpdatedAt = true, reason, e.now().UTC()
-	if err := e.store.PutSubscription(ctx, s); err != nil {
 		e.log.Warn("disabling a webhook subscription failed", "subscription", id, "err", err)
 		return
 	}

@@ -341,12 +341,17 @@ func (e *Engine) Webhook(ctx context.Context, id string) (protocol.WebhookSubscr
 func (e *Engine) subscription(ctx context.Context, id string) (store.Subscription, error) {
 	s, err := e.store.GetSubscription(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Subscription{}, protocol.Errorf(protocol.ENotFound, "No webhook subscription %q: GET /webhooks lists them.", id)
+		return store.Subscription{}, e.noSubscription(id)
 	}
 	if err != nil {
 		return store.Subscription{}, internal("could not read the subscription", err)
 	}
 	return s, nil
+}
+
+// noSubscription is the ENotFound of subscription id.
+func (e *Engine) noSubscription(id string) error {
+	return protocol.Errorf(protocol.ENotFound, "No webhook subscription %q: GET /webhooks lists them.", id)
 }
 
 // Webhooks returns a page of subscriptions, by id, after the cursor.
@@ -394,30 +399,44 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, id string, grace time.
 	if grace < 0 || grace > 30*24*time.Hour {
 		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.EInvalid, "The grace period must be between 0 (revoke the old secret now) and 720h (30d), not %s.", grace)
 	}
-	s, err := e.subscription(ctx, id)
+	// One atomic update of the stored value: concurrent rotations (here
+	// or on another replica) each add their secret to what the one
+	// before stored, and none brings back a subscription deleted
+	// meanwhile.
+	var s store.Subscription
+	var fresh webhook.Secret
+	err := e.store.UpdateSubscription(ctx, id, func(cur *store.Subscription) error {
+		old, err := webhook.DecodeSecrets(cur.Secrets)
+		if err != nil {
+			return internal("the stored secrets do not decode", err)
+		}
+		now := e.now().UTC()
+		var secrets []webhook.Secret
+		secrets, fresh, err = webhook.Rotate(old, now, grace)
+		var full *webhook.TooManySecretsError
+		if errors.As(err, &full) {
+			return protocol.Errorf(protocol.EConflict,
+				"Webhook subscription %q already has %d secrets signing its messages (the current one and %d in their grace periods, the first ending at %s): rotate with grace 0 to revoke the old ones now, or wait until then.",
+				id, full.Live, full.Live-1, full.FirstExpiry.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return internal("could not make a secret", err)
+		}
+		if cur.Secrets, err = webhook.EncodeSecrets(secrets); err != nil {
+			return internal("could not encode the secrets", err)
+		}
+		cur.UpdatedAt = now
+		s = *cur
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return protocol.WebhookSubscription{}, e.noSubscription(id)
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return protocol.WebhookSubscription{}, pe
+	}
 	if err != nil {
-		return protocol.WebhookSubscription{}, err
-	}
-	old, err := webhook.DecodeSecrets(s.Secrets)
-	if err != nil {
-		return protocol.WebhookSubscription{}, internal("the stored secrets do not decode", err)
-	}
-	now := e.now().UTC()
-	secrets, fresh, err := webhook.Rotate(old, now, grace)
-	var full *webhook.TooManySecretsError
-	if errors.As(err, &full) {
-		return protocol.WebhookSubscription{}, protocol.Errorf(protocol.EConflict,
-			"Webhook subscription %q already has %d secrets signing its messages (the current one and %d in their grace periods, the first ending at %s): rotate with grace 0 to revoke the old ones now, or wait until then.",
-			id, full.Live, full.Live-1, full.FirstExpiry.UTC().Format(time.RFC3339))
-	}
-	if err != nil {
-		return protocol.WebhookSubscription{}, internal("could not make a secret", err)
-	}
-	if s.Secrets, err = webhook.EncodeSecrets(secrets); err != nil {
-		return protocol.WebhookSubscription{}, internal("could not encode the secrets", err)
-	}
-	s.UpdatedAt = now
-	if err := e.store.PutSubscription(ctx, s); err != nil {
 		return protocol.WebhookSubscription{}, internal("could not store the subscription", err)
 	}
 	out := webhookView(&s)
@@ -518,8 +537,11 @@ func (e *Engine) Redeliver(ctx context.Context, id, did string) (protocol.Webhoo
 	}
 	err = e.store.Redeliver(ctx, id, did, e.now().UTC())
 	if err == nil && s.Disabled {
-		s.Disabled, s.DisabledReason, s.UpdatedAt = false, "", e.now().UTC()
-		if err = e.store.PutSubscription(ctx, s); err == nil {
+		err = e.store.UpdateSubscription(ctx, id, func(cur *store.Subscription) error {
+			cur.Disabled, cur.DisabledReason, cur.UpdatedAt = false, "", e.now().UTC()
+			return nil
+		})
+		if err == nil {
 			_, err = e.loadSubscriptions(ctx)
 		}
 	}

@@ -295,6 +295,20 @@ type WebhookStore interface {
 	// makes them claimable.
 	PutSubscription(ctx context.Context, sub Subscription) error
 
+	// UpdateSubscription changes the stored subscription id atomically:
+	// update is given its current value to change in place (its ID
+	// stays), and the result is stored as PutSubscription would. When
+	// update returns an error nothing is stored and that error is
+	// returned (errors.Is and errors.As see it). ErrNotFound when no
+	// subscription has the id: a deleted subscription is never stored
+	// again. Concurrent updates of one subscription, from any process,
+	// apply one after the other, each to the value the one before
+	// stored, so none is lost. update may be called more than once (a
+	// backend may retry a transaction); the last call's changes are the
+	// ones stored. update must not call the store (it may run under the
+	// store's lock or in its writer).
+	UpdateSubscription(ctx context.Context, id string, update func(*Subscription) error) error
+
 	// GetSubscription returns the subscription, or ErrNotFound.
 	GetSubscription(ctx context.Context, id string) (Subscription, error)
 

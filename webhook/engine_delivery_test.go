@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -767,4 +768,78 @@ func TestWebhookBounds(t *testing.T) {
 			t.Errorf("rotate with grace %s: %v, want invalid", g, err)
 		}
 	}
+}
+
+// Rotations of one subscription made at once, on every store, each add
+// their secret to what the one before stored: every secret handed out
+// signs, at most webhook.MaxLiveSecrets are live (the rest are 409), and
+// a rotation racing a DELETE never brings the subscription back.
+func TestWebhooksConcurrentChangesAreAtomic(t *testing.T) {
+	backends.Each(t, func(t *testing.T, b backends.Backend) {
+		st := b.New(t).Open(t)
+		fc := clock.NewFake(hookT0)
+		h := newHookRig(t, st, fc, newHookReceiver(t))
+		ctx := context.Background()
+		sub := h.subscribe(t, protocol.WebhookRequest{Events: []string{"run.created"}})
+		const n = 12
+		secrets := make(chan string, n)
+		var all sync.WaitGroup
+		var refused, other sync.Map
+		for i := range n {
+			all.Add(1)
+			go func() {
+				defer all.Done()
+				rot, err := h.eng.RotateWebhookSecret(ctx, sub.ID, time.Hour)
+				switch {
+				case err == nil:
+					secrets <- rot.Secret
+				case protocol.ErrorCode(err) == protocol.EConflict:
+					refused.Store(i, true)
+				default:
+					other.Store(i, err)
+				}
+			}()
+		}
+		all.Wait()
+		close(secrets)
+		other.Range(func(_, err any) bool { t.Errorf("a rotation failed: %v", err); return true })
+		stored, err := st.GetSubscription(ctx, sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := webhook.DecodeSecrets(stored.Secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := map[string]bool{}
+		for _, s := range live {
+			kept[s.Encode()] = true
+		}
+		handed := 0
+		for s := range secrets {
+			handed++
+			if !kept[s] {
+				t.Errorf("a rotation's secret %.12s… is not among the stored ones: it would never sign", s)
+			}
+		}
+		if handed != webhook.MaxLiveSecrets-1 || len(live) != webhook.MaxLiveSecrets || !kept[sub.Secret] {
+			t.Fatalf("%d rotations succeeded and %d secrets are stored (the first kept: %v); want %d and %d", handed, len(live), kept[sub.Secret], webhook.MaxLiveSecrets-1, webhook.MaxLiveSecrets)
+		}
+
+		for trial := range 10 {
+			w := h.subscribe(t, protocol.WebhookRequest{URL: fmt.Sprintf("%s/race%d", h.rc.srv.URL, trial), Events: []string{"run.created"}})
+			var wg sync.WaitGroup
+			var delErr error
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = h.eng.RotateWebhookSecret(ctx, w.ID, 0) }()
+			go func() { defer wg.Done(); delErr = h.eng.DeleteWebhook(ctx, w.ID) }()
+			wg.Wait()
+			if delErr != nil {
+				t.Fatalf("delete: %v", delErr)
+			}
+			if _, err := st.GetSubscription(ctx, w.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("trial %d: the subscription is stored after its DELETE succeeded (a rotation at the same time wrote it back): %v", trial, err)
+			}
+		}
+	})
 }

@@ -232,7 +232,13 @@ func (s *Store) PutSubscription(ctx context.Context, sub store.Subscription) err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &s.wh
+	s.wh.put(sub)
+	return nil
+}
+
+// put stores sub (the caller holds the store's lock): a subscription
+// enabled or disabled by it makes its queues' heads claimable or not.
+func (w *webhooks) put(sub store.Subscription) {
 	was := w.enabled(sub.ID)
 	c := cloneSub(sub)
 	w.subs[sub.ID] = &c
@@ -245,6 +251,26 @@ func (s *Store) PutSubscription(ctx context.Context, sub store.Subscription) err
 			}
 		}
 	}
+}
+
+// UpdateSubscription implements store.WebhookStore: under the store's
+// lock, so updates apply one after the other.
+func (s *Store) UpdateSubscription(ctx context.Context, id string, update func(*store.Subscription) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.wh.subs[id]
+	if !ok {
+		return fmt.Errorf("memstore: subscription %s: %w", id, store.ErrNotFound)
+	}
+	sub := cloneSub(*cur)
+	if err := update(&sub); err != nil {
+		return err
+	}
+	sub.ID = id
+	if err := store.CheckSubscription(sub); err != nil {
+		return err
+	}
+	s.wh.put(sub)
 	return nil
 }
 

@@ -146,6 +146,7 @@ func scanCheckpoint(row pgx.Row) (store.LedgerCheckpoint, error) {
 	return ck, nil
 }
 
+// execer is what a write goes through: the pool or a transaction.
 type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }

@@ -104,11 +104,16 @@ func (s *Store) PutSubscription(ctx context.Context, sub store.Subscription) err
 	if err := store.CheckSubscription(sub); err != nil {
 		return err
 	}
+	return putSubscription(ctx, s.pool, sub)
+}
+
+// putSubscription creates sub or replaces the row with its ID.
+func putSubscription(ctx context.Context, db execer, sub store.Subscription) error {
 	var secrets []byte
 	if sub.Secrets != nil {
 		secrets = []byte(sub.Secrets)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	if _, err := db.Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (id) DO UPDATE SET url = excluded.url, events = excluded.events, workflow_id = excluded.workflow_id,
 			states = excluded.states, secrets = excluded.secrets, disabled = excluded.disabled,
 			disabled_reason = excluded.disabled_reason, created_at = excluded.created_at, updated_at = excluded.updated_at`,
@@ -117,6 +122,29 @@ func (s *Store) PutSubscription(ctx context.Context, sub store.Subscription) err
 		return fmt.Errorf("postgres: put subscription %s: %w", sub.ID, err)
 	}
 	return nil
+}
+
+// UpdateSubscription implements store.WebhookStore: the row is read FOR
+// UPDATE and written in one transaction, so updates from every replica
+// apply one after the other (a DELETE meanwhile makes it ErrNotFound).
+func (s *Store) UpdateSubscription(ctx context.Context, id string, update func(*store.Subscription) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		sub, err := scanSubscription(tx.QueryRow(ctx, `SELECT `+subscriptionCols+` FROM webhook_subscriptions WHERE id = $1 FOR UPDATE`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("postgres: subscription %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: get subscription %s: %w", id, err)
+		}
+		if err := update(&sub); err != nil {
+			return err
+		}
+		sub.ID = id
+		if err := store.CheckSubscription(sub); err != nil {
+			return err
+		}
+		return putSubscription(ctx, tx, sub)
+	})
 }
 
 // GetSubscription implements store.WebhookStore.

@@ -74,20 +74,46 @@ func (s *Store) PutSubscription(ctx context.Context, sub store.Subscription) err
 	if err := store.CheckSubscription(sub); err != nil {
 		return err
 	}
+	return s.write(ctx, func(tx wtx) error { return putSubscription(tx, sub) })
+}
+
+// putSubscription creates sub or replaces the row with its ID.
+func putSubscription(tx wtx, sub store.Subscription) error {
 	var secrets []byte
 	if sub.Secrets != nil {
 		secrets = []byte(sub.Secrets)
 	}
+	if _, err := tx.Exec(`INSERT INTO webhook_subscriptions (`+subscriptionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET url = excluded.url, events = excluded.events, workflow_id = excluded.workflow_id,
+			states = excluded.states, secrets = excluded.secrets, disabled = excluded.disabled,
+			disabled_reason = excluded.disabled_reason, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+		sub.ID, sub.URL, milestonesJSON(sub.Events), sub.WorkflowID, milestonesJSON(sub.States), secrets, sub.Disabled, sub.DisabledReason,
+		nanos(sub.CreatedAt), nanos(sub.UpdatedAt)); err != nil {
+		return fmt.Errorf("sqlite: put subscription %s: %w", sub.ID, err)
+	}
+	return nil
+}
+
+// UpdateSubscription implements store.WebhookStore: the read, update and
+// write are one write of the store's writer, so updates apply one after
+// the other.
+func (s *Store) UpdateSubscription(ctx context.Context, id string, update func(*store.Subscription) error) error {
 	return s.write(ctx, func(tx wtx) error {
-		if _, err := tx.Exec(`INSERT INTO webhook_subscriptions (`+subscriptionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET url = excluded.url, events = excluded.events, workflow_id = excluded.workflow_id,
-				states = excluded.states, secrets = excluded.secrets, disabled = excluded.disabled,
-				disabled_reason = excluded.disabled_reason, created_at = excluded.created_at, updated_at = excluded.updated_at`,
-			sub.ID, sub.URL, milestonesJSON(sub.Events), sub.WorkflowID, milestonesJSON(sub.States), secrets, sub.Disabled, sub.DisabledReason,
-			nanos(sub.CreatedAt), nanos(sub.UpdatedAt)); err != nil {
-			return fmt.Errorf("sqlite: put subscription %s: %w", sub.ID, err)
+		sub, err := scanSubscription(tx.QueryRow(`SELECT `+subscriptionCols+` FROM webhook_subscriptions WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: subscription %s: %w", id, store.ErrNotFound)
 		}
-		return nil
+		if err != nil {
+			return fmt.Errorf("sqlite: get subscription %s: %w", id, err)
+		}
+		if err := update(&sub); err != nil {
+			return err
+		}
+		sub.ID = id
+		if err := store.CheckSubscription(sub); err != nil {
+			return err
+		}
+		return putSubscription(tx, sub)
 	})
 }
 

@@ -34,6 +34,8 @@ func WebhookStore(t *testing.T, newStore func(t *testing.T) RunsAndWebhooks) {
 		{"RecordAttempts", testRecordAttempts},
 		{"ListDeliveriesOutOfOrder", testListDeliveriesOutOfOrder},
 		{"DisabledSubscriptionNotClaimed", testDisabledNotClaimed},
+		{"UpdateSubscription", testUpdateSubscription},
+		{"UpdateSubscriptionConcurrent", testUpdateSubscriptionConcurrent},
 		{"Redeliver", testRedeliver},
 		{"DeleteSubscriptionCascades", testDeleteSubscriptionCascades},
 		{"ListDeliveriesPaging", testListDeliveriesPaging},
@@ -859,4 +861,90 @@ func RecordAttempt(ctx context.Context, w store.WebhookStore, id, owner string, 
 		return err
 	}
 	return errs[0]
+}
+
+// testUpdateSubscription: an update is applied to the stored value and
+// stored whole (disabling it stops its claims, as PutSubscription does);
+// an update that fails stores nothing and its error is returned; the ID
+// cannot be changed; a subscription that is not stored (never, or
+// deleted) is ErrNotFound and is not created.
+func testUpdateSubscription(t *testing.T, s RunsAndWebhooks) {
+	putSub(t, s, Sub("a"))
+	createWith(t, s, "run", Out("d", "a", "m"))
+	later := t0.Add(time.Minute)
+	if err := s.UpdateSubscription(ctx(), "a", func(sub *store.Subscription) error {
+		if sub.URL != Sub("a").URL || sub.Disabled {
+			t.Errorf("update given %+v, want the stored subscription", sub)
+		}
+		sub.Disabled, sub.DisabledReason, sub.UpdatedAt = true, "410 Gone", later
+		sub.Secrets = json.RawMessage(`{"secrets":["whsec_y"]}`)
+		sub.ID = "renamed"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetSubscription(ctx(), "a")
+	if err != nil || !got.Disabled || got.DisabledReason != "410 Gone" || !got.UpdatedAt.Equal(later) || string(got.Secrets) != `{"secrets":["whsec_y"]}` || !got.CreatedAt.Equal(t0) {
+		t.Fatalf("after the update: %+v, %v", got, err)
+	}
+	if _, err := s.GetSubscription(ctx(), "renamed"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the update stored a subscription under another id: %v", err)
+	}
+	wantDeliveries(t, "claim of a subscription disabled by an update", claimDel(t, s, t0, 10, "w"))
+
+	boom := errors.New("refused")
+	if err := s.UpdateSubscription(ctx(), "a", func(sub *store.Subscription) error {
+		sub.Disabled, sub.URL = false, "https://example.com/other"
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("a failing update returned %v, want its error", err)
+	}
+	if got, _ := s.GetSubscription(ctx(), "a"); !got.Disabled || got.URL != Sub("a").URL {
+		t.Fatalf("a failing update stored %+v", got)
+	}
+	if err := s.UpdateSubscription(ctx(), "a", func(sub *store.Subscription) error { sub.URL = ""; return nil }); err == nil {
+		t.Fatal("an update to a subscription without a URL was stored")
+	}
+
+	for _, id := range []string{"nope", "a"} {
+		if id == "a" {
+			if err := s.DeleteSubscription(ctx(), "a"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		called := false
+		err := s.UpdateSubscription(ctx(), id, func(sub *store.Subscription) error { called = true; return nil })
+		if !errors.Is(err, store.ErrNotFound) || called {
+			t.Fatalf("UpdateSubscription(%s) of a subscription not stored = %v (update called %v), want ErrNotFound", id, err, called)
+		}
+		if _, err := s.GetSubscription(ctx(), id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("UpdateSubscription(%s) created it: %v", id, err)
+		}
+	}
+}
+
+// testUpdateSubscriptionConcurrent: updates of one subscription made at
+// once each apply to the value the one before stored: none is lost.
+func testUpdateSubscriptionConcurrent(t *testing.T, s RunsAndWebhooks) {
+	putSub(t, s, Sub("a"))
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.UpdateSubscription(ctx(), "a", func(sub *store.Subscription) error {
+				sub.States = append(sub.States, fmt.Sprint("S", i))
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.GetSubscription(ctx(), "a")
+	if err != nil || len(got.States) != n {
+		t.Fatalf("after %d concurrent updates each adding a state: %d states (%v), %v", n, len(got.States), got.States, err)
+	}
 }
