@@ -21,7 +21,7 @@ const (
 	// the answer.
 	DefaultTimeout = 10 * time.Second
 	// DefaultReadLimit is how much of an answer is read before the
-	// connection is closed.
+	// connection is closed: of its headers, and of its body.
 	DefaultReadLimit = 64 << 10
 	// KeptBody is how much of an answer an Attempt keeps for the record.
 	KeptBody = 1 << 10
@@ -36,7 +36,8 @@ type Options struct {
 	Policy Policy
 	// Timeout bounds each attempt (0: DefaultTimeout).
 	Timeout time.Duration
-	// ReadLimit bounds how much of an answer is read (0: DefaultReadLimit).
+	// ReadLimit bounds how much of an answer's headers, and of its body,
+	// is read (0: DefaultReadLimit).
 	ReadLimit int64
 	// TLS configures https connections (nil: the system's roots). Tests set
 	// RootCAs to trust an httptest server.
@@ -84,9 +85,12 @@ func NewSender(o *Options) *Sender {
 		TLSClientConfig:       o.TLS.Clone(),
 		TLSHandshakeTimeout:   s.timeout,
 		ResponseHeaderTimeout: s.timeout,
-		MaxIdleConnsPerHost:   16, // above the delivery loop's 8 requests per subscription at once
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		// The answer's headers are bounded like its body (Go's default
+		// is 10 MiB an attempt, and many attempts run at once).
+		MaxResponseHeaderBytes: s.readLimit,
+		MaxIdleConnsPerHost:    16, // above the delivery loop's 8 requests per subscription at once
+		IdleConnTimeout:        90 * time.Second,
+		ForceAttemptHTTP2:      true,
 	}
 	s.client = &http.Client{
 		Transport: s.transport,

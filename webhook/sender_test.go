@@ -337,3 +337,22 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		t.Errorf("no secret: %+v", a)
 	}
 }
+
+// An answer's headers are read up to the read limit, like its body: a
+// receiver that answers with more fails the attempt (it would otherwise
+// make the sender read up to 10 MiB of headers per attempt).
+func TestDeliverBoundsTheAnswersHeaders(t *testing.T) {
+	sec := newSecret(t)
+	r := newReceiver(t, sec, false, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", 100<<10))
+		w.WriteHeader(http.StatusOK)
+	})
+	a := loopbackSender(t, webhook.Options{}).Deliver(context.Background(), webhook.Target{URL: r.URL, Secrets: []webhook.Secret{sec}}, msg)
+	if a.Class == webhook.Delivered || a.Status != 0 || !strings.Contains(a.Err, "header") || !a.Retry() {
+		t.Fatalf("an answer with 100 KiB of headers: %+v, want a failed attempt naming the headers", a)
+	}
+	a = loopbackSender(t, webhook.Options{ReadLimit: 256 << 10}).Deliver(context.Background(), webhook.Target{URL: r.URL, Secrets: []webhook.Secret{sec}}, msg)
+	if a.Class != webhook.Delivered {
+		t.Fatalf("with a read limit of 256 KiB the same answer is %+v, want delivered", a)
+	}
+}
