@@ -45,10 +45,10 @@ type fileTimer struct {
 }
 
 type fileRetry struct {
-	MaxAttempts int    `yaml:"max_attempts"`
-	Backoff     string `yaml:"backoff"`
-	MaxBackoff  string `yaml:"max_backoff"`
-	Jitter      bool   `yaml:"jitter"`
+	MaxAttempts wholeNumber `yaml:"max_attempts"`
+	Backoff     string      `yaml:"backoff"`
+	MaxBackoff  string      `yaml:"max_backoff"`
+	Jitter      bool        `yaml:"jitter"`
 }
 
 type fileMigration struct {
@@ -274,7 +274,10 @@ func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {
 	if fs.Task != nil {
 		s.Task = &Task{Row: fs.Task.Row, OnSuccess: fs.Task.OnSuccess, OnFailure: fs.Task.OnFailure, Output: fs.Task.Output, Receipt: fs.Task.Receipt}
 		if r := fs.Task.Retry; r != nil {
-			s.Task.Retry = &RetryPolicy{MaxAttempts: r.MaxAttempts, Jitter: r.Jitter, backoffText: r.Backoff, maxBackoffText: r.MaxBackoff}
+			s.Task.Retry = &RetryPolicy{MaxAttempts: wholeAttempts(r.MaxAttempts), Jitter: r.Jitter, backoffText: r.Backoff, maxBackoffText: r.MaxBackoff}
+			if float64(s.Task.Retry.MaxAttempts) != float64(r.MaxAttempts) {
+				s.Task.Retry.maxAttemptsFrac = float64(r.MaxAttempts)
+			}
 		}
 	}
 	for _, ft := range fs.Timers {
@@ -421,7 +424,7 @@ var goTypeError = regexp.MustCompile(`cannot unmarshal (\[\]interface \{\}|map\[
 func plainTypeError(m string) string {
 	sub := goTypeError.FindStringSubmatch(m)
 	want := map[string]string{"bool": "true or false", "string": "a string", "int": "a whole number", "int64": "a whole number",
-		"float64": "a number", "time.Duration": "a duration such as 10s or 2d"}[strings.TrimPrefix(sub[2], "*")]
+		"float64": "a number", "workflow.wholeNumber": "a whole number", "time.Duration": "a duration such as 10s or 2d"}[strings.TrimPrefix(sub[2], "*")]
 	switch {
 	case want != "":
 	case strings.HasPrefix(sub[2], "[]"):
@@ -441,4 +444,23 @@ func plainTypeError(m string) string {
 		got = sub[1]
 	}
 	return "expected " + want + " here, not " + got
+}
+
+// wholeNumber is a number a file must give as a whole number: decoded as
+// any number, so that validation can refuse 2.9 by name rather than the
+// decoder cutting it to 2.
+type wholeNumber float64
+
+// wholeAttempts is a file's max_attempts as an int: its whole part, within
+// what validation accepts (a value that is not a whole number, or out of
+// range, is refused there).
+func wholeAttempts(n wholeNumber) int {
+	f := float64(n)
+	switch {
+	case f != f || f < 0:
+		return 0
+	case f > MaxRetryAttempts:
+		return MaxRetryAttempts + 1
+	}
+	return int(f)
 }

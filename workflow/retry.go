@@ -5,6 +5,15 @@ import (
 	"time"
 )
 
+// MaxDelay bounds every delay a workflow declares: a timer's after, a
+// retry's backoff and max_backoff (36500d, 100 years). A longer one would
+// fall due past what a time can be stored as (2262) and is refused when
+// the workflow is loaded; a retry's growing wait never passes it.
+const MaxDelay = 36500 * 24 * time.Hour
+
+// MaxRetryAttempts bounds a retry policy's max_attempts.
+const MaxRetryAttempts = 10000
+
 // RetryPolicy says how a state's task is retried when an attempt fails:
 // up to MaxAttempts attempts in all, the n-th retry waiting
 // Backoff·2^(n-1), at most MaxBackoff, and with Jitter a random part of
@@ -16,7 +25,7 @@ type RetryPolicy struct {
 	// Backoff is the wait before the first retry (> 0).
 	Backoff time.Duration
 	// MaxBackoff caps the wait (>= Backoff); 0 means 100 × Backoff, as
-	// Temporal's default maximum interval.
+	// Temporal's default maximum interval, at most MaxDelay.
 	MaxBackoff time.Duration
 	// Jitter, when set, makes each wait a uniformly random duration in
 	// [0, the computed wait): "full jitter", as AWS Step Functions'
@@ -24,16 +33,17 @@ type RetryPolicy struct {
 	// failed together.
 	Jitter bool
 
-	backoffText, maxBackoffText string // the file's spellings, parsed by validation
+	backoffText, maxBackoffText string  // the file's spellings, parsed by validation
+	maxAttemptsFrac             float64 // the file's max_attempts when it is not a whole number
 }
 
 // maxBackoff is the cap in effect.
 func (p RetryPolicy) maxBackoff() time.Duration {
 	if p.MaxBackoff > 0 {
-		return p.MaxBackoff
+		return min(p.MaxBackoff, MaxDelay)
 	}
-	if p.Backoff > time.Duration(1<<63-1)/100 {
-		return time.Duration(1<<63 - 1)
+	if p.Backoff > MaxDelay/100 {
+		return MaxDelay
 	}
 	return 100 * p.Backoff
 }

@@ -88,6 +88,10 @@ func TestRetryProblems(t *testing.T) {
 		"bad max":      {"max_attempts: 3, backoff: 2s, max_backoff: 1y", `states.RUN.task.retry.max_backoff: "1y" is not a duration`},
 		"max < base":   {"max_attempts: 3, backoff: 2s, max_backoff: 1s", `states.RUN.task.retry.max_backoff: max_backoff 1s is less than backoff 2s`},
 		"zero max":     {"max_attempts: 3, backoff: 2s, max_backoff: 0s", `states.RUN.task.retry.max_backoff: max_backoff 0s is less than backoff 2s`},
+		"fraction":     {"max_attempts: 2.9, backoff: 2s", `states.RUN.task.retry.max_attempts: max_attempts must be a whole number of attempts, got 2.9`},
+		"too many":     {"max_attempts: 10001, backoff: 2s", `states.RUN.task.retry.max_attempts: max_attempts must be at most 10000`},
+		"backoff 2262": {"max_attempts: 3, backoff: 106751d", `states.RUN.task.retry.backoff: backoff 2562024h0m0s is more than 36500d (100 years)`},
+		"max 2262":     {"max_attempts: 3, backoff: 1d, max_backoff: 73000d", `states.RUN.task.retry.max_backoff: max_backoff 1752000h0m0s is more than 36500d (100 years)`},
 	} {
 		wantProblem(t, name, src(tc.retry), tc.want)
 	}
@@ -97,6 +101,17 @@ func TestRetryProblems(t *testing.T) {
 	b.Transition("RUN", "done", "DONE")
 	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "states.RUN.task.retry.backoff: backoff must be more than 0") {
 		t.Errorf("builder retry: %v", err)
+	}
+}
+
+// A retry's wait never passes MaxDelay, however its doubling grows: the
+// time an event names is the time the retry is stored to start at.
+func TestRetryDelayNeverPassesMaxDelay(t *testing.T) {
+	p := workflow.RetryPolicy{MaxAttempts: 40, Backoff: workflow.MaxDelay / 2}
+	for attempt := 1; attempt < 40; attempt++ {
+		if d := p.Delay(attempt, nil); d <= 0 || d > workflow.MaxDelay {
+			t.Fatalf("Delay(%d) = %v, want within (0, %v]", attempt, d, workflow.MaxDelay)
+		}
 	}
 }
 

@@ -211,17 +211,18 @@ func TestDueTimers(t *testing.T) {
 	// An `after` that reaches past 2262 from the entry cannot be stored
 	// either (a store keeps nanoseconds since 1970): like such an `at`, it
 	// is not set, rather than wrapping round to a time long past and
-	// firing at once.
+	// firing at once. (After is at most MaxDelay, 100 years: an entry
+	// after 2162.)
 	long := workflow.New("long-v1", "A")
-	long.State("A").After(106751*24*time.Hour, "a")
+	long.State("A").After(workflow.MaxDelay, "a")
 	long.State("Z")
 	long.Transition("A", "a", "Z")
 	ls, _ := long.MustBuild().State("A")
-	due = ls.DueTimers(nil, entered)
+	due = ls.DueTimers(nil, time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC))
 	var te *workflow.TimerError
-	if !errors.As(due[0].Err, &te) || te.Action != "a" || te.After != 106751*24*time.Hour ||
-		!strings.Contains(due[0].Err.Error(), "after 2262-04-11T23:47:16Z") || !strings.Contains(due[0].Err.Error(), "after 2562024h0m0s") {
-		t.Errorf("after 106751d: due %v (%v), want a TimerError saying it is after 2262", due[0].At, due[0].Err)
+	if !errors.As(due[0].Err, &te) || te.Action != "a" || te.After != workflow.MaxDelay ||
+		!strings.Contains(due[0].Err.Error(), "after 2262-04-11T23:47:16Z") || !strings.Contains(due[0].Err.Error(), "after 876000h0m0s") {
+		t.Errorf("after 36500d from 2200: due %v (%v), want a TimerError saying it is after 2262", due[0].At, due[0].Err)
 	}
 	// An expression that cannot be evaluated for this data.
 	due = s.DueTimers(map[string]any{"due_at": "2026-05-03T09:30:00Z", "day": "someday"}, entered)
@@ -275,6 +276,7 @@ func TestTimerProblems(t *testing.T) {
 		"bad duration":    {"      - {after: 10, action: stop}", `states.A.timers[0].after: "10" is not a duration`},
 		"zero duration":   {"      - {after: 0s, action: stop}", `states.A.timers[0].after: after must be more than 0, got 0s`},
 		"negative":        {"      - {after: -5m, action: stop}", `states.A.timers[0].after: after must be more than 0`},
+		"past storable":   {"      - {after: 36501d, action: stop}", `states.A.timers[0].after: after 876024h0m0s is more than 36500d (100 years)`},
 		"neither":         {"      - {action: stop}", `states.A.timers[0]: a timer needs after`},
 		"both":            {"      - {after: 5m, at: data.x, action: stop}", `states.A.timers[0]: a timer has after (a duration) or at`},
 		"at syntax":       {"      - {at: 'data.x +', action: stop}", `states.A.timers[0].at: at expression cannot yield a time`},

@@ -34,6 +34,8 @@ func (v *validator) timers(s *State) {
 			v.errf(tp, "a timer needs after (a duration, e.g. 10m or 2d) or at (an expression yielding a time, e.g. data.due_at)")
 		case hasAfter && parsed && t.After <= 0:
 			v.errf(tp+".after", "after must be more than 0, got %s", t.After)
+		case hasAfter && parsed && t.After > MaxDelay:
+			v.errf(tp+".after", "after %s is more than 36500d (100 years), the longest a timer may wait: its due time could not be stored", t.After)
 		case t.At != "":
 			prog, err := compileAt(t.At)
 			if err != nil {
@@ -104,8 +106,13 @@ func (v *validator) retry(p string, r *RetryPolicy) {
 	if r == nil {
 		return
 	}
-	if r.MaxAttempts < 1 {
+	switch {
+	case r.maxAttemptsFrac != 0:
+		v.errf(p+".max_attempts", "max_attempts must be a whole number of attempts, got %g", r.maxAttemptsFrac)
+	case r.MaxAttempts < 1:
 		v.errf(p+".max_attempts", "max_attempts must be at least 1 (it counts every attempt, the first included; 1 means no retry), got %d", r.MaxAttempts)
+	case r.MaxAttempts > MaxRetryAttempts:
+		v.errf(p+".max_attempts", "max_attempts must be at most %d", MaxRetryAttempts)
 	}
 	okBackoff, okMax := true, true
 	if r.backoffText != "" {
@@ -129,6 +136,14 @@ func (v *validator) retry(p string, r *RetryPolicy) {
 	if okBackoff && r.Backoff <= 0 {
 		v.errf(p+".backoff", "backoff must be more than 0: the wait before the first retry (e.g. 2s), doubled for each retry after it")
 		return
+	}
+	if okBackoff && r.Backoff > MaxDelay {
+		v.errf(p+".backoff", "backoff %s is more than 36500d (100 years), the longest a retry may wait", r.Backoff)
+		okBackoff = false
+	}
+	if okMax && r.MaxBackoff > MaxDelay {
+		v.errf(p+".max_backoff", "max_backoff %s is more than 36500d (100 years), the longest a retry may wait", r.MaxBackoff)
+		okMax = false
 	}
 	switch {
 	case !okBackoff || !okMax:
