@@ -263,4 +263,10 @@ func TestWebhookRetentionFlag(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "--webhook-retention -1s") || !strings.Contains(string(out), "0 to keep every webhook delivery") {
 		t.Fatalf("a negative retention: %v\n%s", err, out)
 	}
+	for _, lease := range []string{"0s", "-1s"} {
+		out, err = exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", ":memory:", "--task-lease", lease).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--task-lease must be a positive duration") {
+			t.Fatalf("--task-lease %s: %v\n%s", lease, err, out)
+		}
+	}
 }

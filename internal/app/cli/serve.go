@@ -264,6 +264,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags, files []string) erro
 			log.Warn("--webhook-allow admits a cloud metadata address (169.254.169.254 or fd00:ec2::254): any admin token can then make this server call it; name narrower ranges", "webhook_allow", whAllow.String())
 		}
 	}
+	if f.taskLease <= 0 {
+		return fmt.Errorf("--task-lease must be a positive duration such as %s (how long a claimed task, timer or delivery stays this server's), not %s", engine.DefaultLease, f.taskLease)
+	}
 	if f.whGiveUp <= 0 {
 		return fmt.Errorf("--webhook-give-up must be a positive duration, not %s", f.whGiveUp)
 	}
