@@ -170,7 +170,8 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 	if err := paging.Only(r.URL.Query(), "GET /webhooks/{id}/deliveries", "limit", "cursor"); err != nil {
 		return err
 	}
-	p, err := deliveryList.Parse(r.URL.Query())
+	list := deliveryList.Of(r.PathValue("id"))
+	p, err := list.Parse(r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 		l.Deliveries[i].Href = c.root + l.Deliveries[i].Href
 	}
 	if l.NextCursor != nil {
-		l.NextCursor = deliveryList.Next(*l.NextCursor, true)
+		l.NextCursor = list.Next(*l.NextCursor, true)
 	}
 	httpx.WriteJSON(w, http.StatusOK, l)
 	return nil
@@ -192,7 +193,8 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, c *call) er
 	if err := paging.Only(r.URL.Query(), "GET /webhooks/{id}/deliveries/{delivery_id}", "limit", "cursor"); err != nil {
 		return err
 	}
-	p, err := attemptList.Parse(r.URL.Query())
+	list := attemptList.Of(r.PathValue("delivery_id"))
+	p, err := list.Parse(r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -205,7 +207,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, c *call) er
 		return err
 	}
 	if d.HistoryNextCursor != nil {
-		d.HistoryNextCursor = attemptList.Next(*d.HistoryNextCursor, true)
+		d.HistoryNextCursor = list.Next(*d.HistoryNextCursor, true)
 	}
 	d.Href = c.root + d.Href
 	httpx.WriteJSON(w, http.StatusOK, d)

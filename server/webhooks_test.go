@@ -243,12 +243,30 @@ func TestWebhooksAPIPagesADeliverysAttempts(t *testing.T) {
 	if r := e.do("GET", path, nil); r.status != 200 || strings.Contains(string(r.body), "history_next_cursor") || strings.Count(string(r.body), `"n":`) != 3 {
 		t.Fatalf("default page: %d %s", r.status, r.body)
 	}
-	other := paging.List{Name: "deliveries"}.Cursor(did) // a cursor of another list
-	for _, q := range []string{"?limit=0", "?limit=501", "?cursor=bogus", "?cursor=" + other, "?cursor=" + url.QueryEscape(paging.List{Name: "attempts"}.Cursor("-1"))} {
+	other := paging.List{Name: "deliveries"}.Of(id).Cursor(did) // a cursor of another list
+	attempts := paging.List{Name: "attempts"}
+	for _, q := range []string{"?limit=0", "?limit=501", "?cursor=bogus", "?cursor=" + other,
+		"?cursor=" + url.QueryEscape(attempts.Of(did).Cursor("-1")),
+		"?cursor=" + url.QueryEscape(attempts.Of("dlv_other").Cursor("1")), // another delivery's
+	} {
 		if r := e.do("GET", path+q, nil); r.status != 400 {
 			t.Errorf("GET %s: %d %s, want 400", q, r.status, r.body)
 		} else {
 			r.hint(t)
 		}
+	}
+	if r := e.do("GET", path+"?cursor="+url.QueryEscape(attempts.Of(did).Cursor("1")), nil); r.status != 200 || strings.Count(string(r.body), `"n":`) != 2 {
+		t.Fatalf("this delivery's own cursor: %d %s", r.status, r.body)
+	}
+
+	// A subscription's deliveries cursor pages that subscription's list
+	// only: another's refuses it.
+	r = e.do("POST", "/webhooks", map[string]any{"url": "http://127.0.0.1:9/other", "events": []string{"run.created"}})
+	id2, _ := r.json(t)["id"].(string)
+	if r := e.do("GET", "/webhooks/"+id+"/deliveries?cursor="+url.QueryEscape(other), nil); r.status != 200 {
+		t.Fatalf("a subscription's own deliveries cursor: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/webhooks/"+id2+"/deliveries?cursor="+url.QueryEscape(other), nil); r.status != 400 || !strings.Contains(r.hint(t), "not a cursor of deliveries of "+id2) {
+		t.Fatalf("another subscription's deliveries cursor: %d %s, want 400", r.status, r.body)
 	}
 }

@@ -93,6 +93,14 @@ func Only(q url.Values, route string, params ...string) error {
 	return nil
 }
 
+// Of returns the list l of one owner (a subscription's deliveries, a
+// delivery's attempts): its cursors are refused by the same list of
+// another owner.
+func (l List) Of(owner string) List {
+	l.Name += " of " + owner
+	return l
+}
+
 // Cursor returns the opaque cursor of position pos in this list.
 func (l List) Cursor(pos string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(l.Name + "\x00" + pos))
