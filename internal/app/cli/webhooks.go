@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asmp-dev/asmp/client"
+	"github.com/asmp-dev/asmp/oip/command"
 	"github.com/asmp-dev/asmp/protocol"
 )
 
@@ -180,6 +181,9 @@ func newWebhooksDeliveriesCmd(env *Env) *cobra.Command {
 		Short: "List a subscription's recent deliveries, or show one with its attempts",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("limit") && limit < 1 {
+				return agentError(cmd.OutOrStdout(), f.json, fmt.Errorf("--limit must be a positive number (of deliveries; with DELIVERY_ID, of its attempts), not %d", limit))
+			}
 			if len(args) == 2 {
 				return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDelivery, error) {
 					n := 0 // the server's page of attempts (50) unless --limit says
@@ -190,12 +194,17 @@ func newWebhooksDeliveriesCmd(env *Env) *cobra.Command {
 				}, func(out io.Writer, d *client.WebhookDelivery) { writeDelivery(out, d, args[0], args[1]) })
 			}
 			return remoteCall(cmd, env, &f, func(ctx context.Context, c *client.Client) (*client.WebhookDeliveryList, error) {
-				return c.WebhookDeliveries(ctx, args[0], "", limit)
-			}, func(out io.Writer, l *client.WebhookDeliveryList) { writeDeliveries(out, l.Deliveries) })
+				return c.WebhookDeliveries(ctx, args[0], cursor, limit)
+			}, func(out io.Writer, l *client.WebhookDeliveryList) {
+				writeDeliveries(out, l.Deliveries)
+				if l.NextCursor != nil {
+					fmt.Fprintf(out, "More: asmp webhooks deliveries %s --cursor %s\n", command.Quote(oneLine(args[0], 300)), command.Quote(oneLine(*l.NextCursor, 300)))
+				}
+			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many deliveries, newest first (with DELIVERY_ID: how many of its attempts, oldest first; default 50)")
-	cmd.Flags().StringVar(&cursor, "cursor", "", "with DELIVERY_ID: the page of attempts a previous answer named")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the page a previous answer named (of deliveries; with DELIVERY_ID, of its attempts)")
 	f.add(cmd)
 	return cmd
 }

@@ -69,6 +69,22 @@ func TestWebhooksCommand(t *testing.T) {
 	}
 	mustContain(t, "asmp webhooks rotate", ok(t, hs.URL, "webhooks", "rotate", id, "--grace", "1h"), "New secret of "+id, "whsec_")
 
+	// The list of deliveries pages too; a --limit below 1 is refused.
+	if _, err := eng.StartRun(context.Background(), "config-wizard-v1", nil, engine.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out = ok(t, hs.URL, "webhooks", "deliveries", id, "--limit", "1")
+	mustContain(t, "a page of one delivery", out, "More: asmp webhooks deliveries "+id+" --cursor ")
+	first := strings.Fields(strings.Split(out, "\n")[1])[0]
+	cursor = strings.Fields(out[strings.Index(out, "--cursor "):])[1]
+	out = ok(t, hs.URL, "webhooks", "deliveries", id, "--limit", "1", "--cursor", cursor)
+	if second := strings.Fields(strings.Split(out, "\n")[1])[0]; second == first || strings.Contains(out, "More:") {
+		t.Fatalf("the second page of deliveries (the first held %s):\n%s", first, out)
+	}
+	for _, bad := range [][]string{{"webhooks", "deliveries", id, "--limit", "0"}, {"webhooks", "deliveries", id, dlv, "--limit", "-1"}} {
+		fails(t, hs.URL, "--limit must be a positive number", bad...)
+	}
+
 	fails(t, hs.URL, "Unknown event type", "webhooks", "add", rc.URL, "--events", "run.exploded")
 	fails(t, hs.URL, "webhook-allow", "webhooks", "add", "https://10.1.2.3/hook")
 	fails(t, hs.URL, "No webhook subscription", "webhooks", "rm", "wh_nope")
