@@ -93,7 +93,7 @@ only the programs named by --exec-allow run; see docs/SECURITY.md.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "address to listen on (loopback by default)")
-	fl.StringVar(&f.db, "db", "asmp.db", "database: a SQLite file path, or :memory:")
+	fl.StringVar(&f.db, "db", "asmp.db", "database: a SQLite file path, :memory:, or a postgres:// (postgresql://) URL for several replicas")
 	fl.StringVar(&f.publicURL, "public-url", "", "base URL clients use, e.g. https://asmp.example.com (default: from each request's Host)")
 	fl.StringVar(&f.trustProxy, "trust-proxy", "", "CIDR,... of reverse proxies whose X-Forwarded-For/-Proto/-Host to believe, e.g. 127.0.0.1/32 (the client is the rightmost X-Forwarded-For hop outside them)")
 	fl.StringArrayVar(&f.origins, "allow-origin", nil, "a browser origin (scheme://host[:port]) besides the server's own that may send POST, PUT, PATCH and DELETE requests (repeatable)")
