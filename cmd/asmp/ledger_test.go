@@ -582,3 +582,38 @@ func TestLedgerRewrittenRowNotExecutedAtStart(t *testing.T) {
 		t.Fatalf("the server's log names no bad record:\n%s", p.stderr.String())
 	}
 }
+
+// asmp ledger watch and verify --checkpoint say so when the state file
+// held no checkpoint (trust on first use, nothing checked), and ledger
+// watch --json writes one JSON object per check.
+func TestLedgerWatchFirstUseAndJSON(t *testing.T) {
+	p := serve(t, "--db", ":memory:")
+	state := filepath.Join(t.TempDir(), "ledger.checkpoint")
+	out, code := asmp(t, nil, "ledger", "watch", "--server", p.url, "--state", state, "--once", "--json")
+	var line struct {
+		Extends    *bool `json:"extends"`
+		FirstUse   bool  `json:"first_use"`
+		Checkpoint *struct {
+			TreeSize int64 `json:"tree_size"`
+		} `json:"checkpoint"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &line); code != 0 || err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 ||
+		line.Extends == nil || !*line.Extends || !line.FirstUse || line.Checkpoint == nil || line.Checkpoint.TreeSize < 1 {
+		t.Fatalf("first watch --json: exit %d, %v\n%s", code, err, out)
+	}
+	out, code = asmp(t, nil, "ledger", "watch", "--server", p.url, "--state", state, "--once", "--json")
+	if err := json.Unmarshal([]byte(out), &line); code != 0 || err != nil || line.FirstUse || !*line.Extends {
+		t.Fatalf("second watch --json: exit %d, %v\n%s", code, err, out)
+	}
+	fresh := filepath.Join(t.TempDir(), "new.checkpoint")
+	if out, code := asmp(t, nil, "verify", "--server", p.url, "--checkpoint", fresh); code != 0 || !strings.Contains(out, "no checkpoint was kept in "+fresh+": kept the current one (trust on first use)") {
+		t.Fatalf("verify --checkpoint of a new file: exit %d\n%s", code, out)
+	}
+	if out, code := asmp(t, nil, "verify", "--server", p.url, "--checkpoint", fresh, "--json"); code != 0 || !strings.Contains(out, `"verified": true`) || !strings.Contains(out, `"extends": true`) || strings.Contains(out, "first_use") {
+		t.Fatalf("verify --checkpoint --json of a kept checkpoint: exit %d\n%s", code, out)
+	}
+	if out, code := asmp(t, nil, "ledger", "watch", "--server", p.url, "--state", fresh, "--once"); code != 0 || !strings.Contains(out, "ledger extends the kept checkpoint") {
+		t.Fatalf("watch of a kept checkpoint: exit %d\n%s", code, out)
+	}
+}

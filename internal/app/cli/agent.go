@@ -132,6 +132,13 @@ func agentError(out io.Writer, asJSON bool, err error) error {
 	return err
 }
 
+// writeJSONLine writes v as one line of JSON (an NDJSON stream's line).
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -135,12 +135,33 @@ head file, FILE.key.head, can seed it).`,
 			if state == "" {
 				return errors.New("--state is required: the file that keeps the last checkpoint seen")
 			}
+			out := cmd.OutOrStdout()
 			for {
-				ck, err := monitorOnce(cmd.Context(), env, &f, state, key)
+				ck, first, err := monitorOnce(cmd.Context(), env, &f, state, key)
+				now := time.Now().UTC().Format(time.RFC3339)
+				if f.json {
+					no := false
+					line := watchLine{Time: now, State: state, Extends: &no, FirstUse: first, Checkpoint: ck}
+					if err != nil {
+						line.Error = err.Error()
+					} else {
+						yes := true
+						line.Extends = &yes
+					}
+					if werr := writeJSONLine(out, line); werr != nil && err == nil {
+						return werr
+					}
+				}
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s ledger extends the kept checkpoint: tree size %d, root %s\n", time.Now().UTC().Format(time.RFC3339), ck.TreeSize, ck.RootHash)
+				switch {
+				case f.json:
+				case first:
+					fmt.Fprintf(out, "%s no checkpoint was kept in %s: kept the current one (trust on first use): tree size %d, root %s\n", now, state, ck.TreeSize, ck.RootHash)
+				default:
+					fmt.Fprintf(out, "%s ledger extends the kept checkpoint: tree size %d, root %s\n", now, ck.TreeSize, ck.RootHash)
+				}
 				if once {
 					return nil
 				}
@@ -160,47 +181,59 @@ head file, FILE.key.head, can seed it).`,
 	return cmd
 }
 
+// watchLine is one check of asmp ledger watch --json, a line of its own.
+type watchLine struct {
+	Time  string `json:"time"`
+	State string `json:"state"`
+	// Extends: the ledger extends the kept checkpoint (true on first use,
+	// when none was kept: FirstUse).
+	Extends    *bool            `json:"extends"`
+	FirstUse   bool             `json:"first_use"`
+	Checkpoint *wire.Checkpoint `json:"checkpoint,omitempty"`
+	Error      string           `json:"error,omitempty"`
+}
+
 // monitorOnce checks that the ledger extends the checkpoint kept in
-// state (or keeps the current one when state does not exist yet), and
-// keeps the current checkpoint.
-func monitorOnce(ctx context.Context, env *Env, f *oipFlags, state, key string) (*wire.Checkpoint, error) {
+// state (or keeps the current one when state does not exist yet: first),
+// and keeps the current checkpoint.
+func monitorOnce(ctx context.Context, env *Env, f *oipFlags, state, key string) (cur *wire.Checkpoint, first bool, err error) {
 	c, err := f.client(env, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var cur *wire.Checkpoint
 	b, err := os.ReadFile(state)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		first = true
 		if cur, err = c.Checkpoint(ctx); err != nil {
-			return nil, err
+			return nil, first, err
 		}
 		if _, err := oipverify.OpenCheckpoint([]byte(cur.Note), firstNonEmpty(key, cur.PublicKey)); err != nil {
-			return nil, fmt.Errorf("the ledger's checkpoint does not verify: %w", err)
+			return nil, first, fmt.Errorf("the ledger's checkpoint does not verify: %w", err)
 		}
 	case err != nil:
-		return nil, fmt.Errorf("checkpoint file: %w", err)
+		return nil, false, fmt.Errorf("checkpoint file: %w", err)
 	default:
 		var old wire.Checkpoint
 		if err := json.Unmarshal(b, &old); err != nil {
-			return nil, fmt.Errorf("checkpoint file %s does not hold a checkpoint (JSON as GET /api/ledger/checkpoint answers): %w", state, err)
+			return nil, false, fmt.Errorf("checkpoint file %s does not hold a checkpoint (JSON as GET /api/ledger/checkpoint answers): %w", state, err)
 		}
 		if cur, err = oipverify.Extends(ctx, c, old, key); err != nil {
-			return nil, fmt.Errorf("ledger check against %s failed: %w", state, err)
+			return nil, false, fmt.Errorf("ledger check against %s failed: %w", state, err)
 		}
 	}
 	out, err := json.MarshalIndent(cur, "", "  ")
 	if err != nil {
-		return nil, err
+		return nil, first, err
 	}
 	tmp := state + ".tmp"
 	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("keep checkpoint: %w", err)
+		return nil, first, fmt.Errorf("keep checkpoint: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Clean(state)); err != nil {
-		return nil, fmt.Errorf("keep checkpoint: %w", err)
+		return nil, first, fmt.Errorf("keep checkpoint: %w", err)
 	}
-	return cur, nil
+	return cur, first, nil
 }
 
 func firstNonEmpty(a, b string) string {

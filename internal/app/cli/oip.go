@@ -722,6 +722,9 @@ type verifyResult struct {
 	// checkpoint (now replaced by Checkpoint, the current one).
 	Extends    *bool            `json:"extends,omitempty"`
 	Checkpoint *wire.Checkpoint `json:"checkpoint,omitempty"`
+	// FirstUse is set with --checkpoint when FILE held no checkpoint: the
+	// current one was kept without a check (trust on first use).
+	FirstUse bool `json:"first_use,omitempty"`
 }
 
 func newVerifyCmd(env *Env) *cobra.Command {
@@ -768,10 +771,16 @@ Exit status 0 when verified; 1 with the reason otherwise. With --json
 			var err error
 			if kept != "" {
 				var ck *wire.Checkpoint
-				if ck, err = monitorOnce(cmd.Context(), env, &f, kept, key); err == nil {
+				var first bool
+				if ck, first, err = monitorOnce(cmd.Context(), env, &f, kept, key); err == nil {
 					ok := true
-					res.Extends, res.Checkpoint = &ok, ck
-					if !f.json {
+					res.Extends, res.Checkpoint, res.FirstUse = &ok, ck, first
+					res.Verified = len(args) == 0 // the only check asked for passed
+					switch {
+					case f.json:
+					case first:
+						fmt.Fprintf(out, "no checkpoint was kept in %s: kept the current one (trust on first use): tree size %d, root %s\n", kept, ck.TreeSize, ck.RootHash)
+					default:
 						fmt.Fprintf(out, "ledger extends the kept checkpoint: tree size %d, root %s (kept in %s)\n", ck.TreeSize, ck.RootHash, kept)
 					}
 				} else {
