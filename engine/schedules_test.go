@@ -369,6 +369,14 @@ func TestScheduleAPI(t *testing.T) {
 		if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), s.ID) {
 			t.Fatalf("a duplicate schedule: %v, want EConflict naming %s", err, s.ID)
 		}
+		// The same ticks spelled otherwise, in another name of UTC: the
+		// same schedule.
+		for _, same := range []engine.ScheduleSpec{{Cron: "0 */1 * * ?"}, {Cron: "0 0-23 * * SUN-SAT", Timezone: "Etc/UTC"}, {Cron: "0 * 1-31 * 0-7"}} {
+			same.WorkflowID, same.Data = "report-v1", map[string]any{"n": 1}
+			if _, err := r.eng.CreateSchedule(ctx, same); protocol.ErrorCode(err) != protocol.EConflict {
+				t.Fatalf("%q in %q, the ticks of %q: %v, want EConflict", same.Cron, same.Timezone, s.Cron, err)
+			}
+		}
 		// The file's schedule again through the API: refused, naming it.
 		_, err = r.eng.CreateSchedule(ctx, engine.ScheduleSpec{WorkflowID: "report-v1", Cron: "*/5 * * * *", Timezone: "Europe/Berlin", Data: map[string]any{"kind": "weekly"}})
 		if protocol.ErrorCode(err) != protocol.EConflict || !strings.Contains(protocol.ErrorHint(err), r.key()) {

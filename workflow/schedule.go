@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // a host without a zone database (a minimal container) still resolves time zones; a host's own comes first
@@ -41,11 +42,75 @@ type Schedule struct {
 // new schedule. Set by validation ("" before).
 func (s *Schedule) Key() string { return s.key }
 
-// KeyFor returns the Key the schedule would have in workflow id's file:
-// two schedules are the same (one would start the same runs as the
-// other) exactly when their keys are equal. Check it first (the zone
-// counts).
-func (s *Schedule) KeyFor(id string) (string, error) { return scheduleKey(id, s) }
+// KeyFor returns what makes the schedule a duplicate of another of
+// workflow id: two schedules start the same runs at the same instants
+// exactly when their KeyFor values are equal. It compares the ticks, not
+// the text: "@daily", "0 0 * * *", "0 0 ? * *" and "0 0 * * SUN-SAT" are
+// one schedule, and so are the zones UTC, Etc/UTC and their other aliases
+// (other zones compare by name); and the data, as JSON values. Check it
+// first.
+func (s *Schedule) KeyFor(id string) (string, error) { return duplicateKey(id, s) }
+
+// duplicateKey is KeyFor's value: a hash of the workflow's id, the ticks
+// (each field's set of values; the days as the day-of-month and
+// day-of-week fields select them together) and the zone, and the data.
+func duplicateKey(id string, s *Schedule) (string, error) {
+	if s.spec == nil {
+		if _, err := s.compile(); err != nil {
+			return "", err
+		}
+	}
+	raw, err := json.Marshal(map[string]any{"workflow_id": id, "ticks": ticksOf(s.spec), "timezone": zoneName(s.Location()), "data": s.Data})
+	if err != nil {
+		return "", err
+	}
+	c, err := jcs.Transform(raw)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return "ticks:" + hex.EncodeToString(sum[:16]), nil
+}
+
+// ticksOf describes the instants spec fires at, the same for every
+// spelling of them. robfig/cron marks a * field with a star bit; it picks
+// days by day-of-month AND day-of-week when either is *, and by either OR
+// the other when neither is (as Vixie cron does).
+func ticksOf(spec *cron.SpecSchedule) string {
+	const star = uint64(1) << 63
+	bits := func(lo, hi uint) uint64 { return (^uint64(0) >> (63 - hi)) &^ (uint64(1)<<lo - 1) }
+	allDom, allDow := bits(1, 31), bits(0, 6)
+	dom, dow := spec.Dom&^star, spec.Dow&^star
+	var days string
+	switch {
+	case spec.Dom&star != 0 && spec.Dow&star != 0:
+		days = "every day"
+	case spec.Dom&star != 0:
+		days = fmt.Sprintf("dow %x", dow)
+	case spec.Dow&star != 0:
+		days = fmt.Sprintf("dom %x", dom)
+	default:
+		days = fmt.Sprintf("dom %x or dow %x", dom, dow)
+	}
+	switch days {
+	case fmt.Sprintf("dow %x", allDow), fmt.Sprintf("dom %x", allDom):
+		days = "every day"
+	}
+	if spec.Dom&star == 0 && spec.Dow&star == 0 && (dom == allDom || dow == allDow) {
+		days = "every day"
+	}
+	return fmt.Sprintf("s %x m %x h %x mon %x %s", spec.Second&^star, spec.Minute&^star, spec.Hour&^star, spec.Month&^star, days)
+}
+
+// zoneName is loc's name, every name of UTC as UTC.
+func zoneName(loc *time.Location) string {
+	switch loc.String() {
+	case "", "UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu",
+		"GMT", "Etc/GMT", "Etc/GMT0", "Etc/GMT+0", "Etc/GMT-0", "GMT0", "GMT+0", "GMT-0", "Greenwich", "Etc/Greenwich":
+		return "UTC"
+	}
+	return loc.String()
+}
 
 // scheduleKey computes Key for the schedule of workflow id.
 func scheduleKey(id string, s *Schedule) (string, error) {
@@ -88,7 +153,7 @@ func (s *Schedule) compile() (field string, err error) {
 	case strings.HasPrefix(expr, "@every"):
 		return "cron", fmt.Errorf("@every is not supported: its ticks depend on when counting started, so replicas would not agree on them; use a cron expression (e.g. \"*/15 * * * *\")")
 	}
-	sched, err := cronParser.Parse(expr)
+	sched, err := cronParser.Parse(sundayAsSeven(expr))
 	if err != nil {
 		return "cron", fmt.Errorf("%q is not a cron expression (minute hour day-of-month month day-of-week, e.g. \"0 9 * * MON\"): %v", s.Cron, err)
 	}
@@ -116,6 +181,48 @@ func (s *Schedule) compile() (field string, err error) {
 	}
 	s.spec = spec
 	return "", nil
+}
+
+// sundayAsSeven returns expr with 7 in its day-of-week field read as
+// Sunday (0), as Vixie cron and cronie read it: "0 9 * * 7" and
+// "0 9 * * 1-7" parse. Descriptors and other fields are left as they are;
+// what is not a plain number, range or step is left to the parser.
+func sundayAsSeven(expr string) string {
+	fields := strings.Fields(expr)
+	if len(fields) != 5 || !strings.Contains(fields[4], "7") {
+		return expr
+	}
+	parts := strings.Split(fields[4], ",")
+	for i, p := range parts {
+		rng, step, hasStep := strings.Cut(p, "/")
+		lo, hi, isRange := strings.Cut(rng, "-")
+		if !isRange {
+			hi = lo
+		}
+		if hi != "7" {
+			continue
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, _ := strconv.Atoi(hi)
+		st := 1
+		if hasStep {
+			n, err := strconv.Atoi(step)
+			if err != nil || n < 1 {
+				continue
+			}
+			st = n
+		}
+		if err1 != nil || a < 0 || a > b {
+			continue
+		}
+		var vals []string
+		for v := a; v <= b; v += st {
+			vals = append(vals, strconv.Itoa(v%7))
+		}
+		parts[i] = strings.Join(vals, ",")
+	}
+	fields[4] = strings.Join(parts, ",")
+	return strings.Join(fields, " ")
 }
 
 // Location is the time zone the schedule's expression is read in.

@@ -269,3 +269,67 @@ func TestScheduleNextAcrossDaylightSaving(t *testing.T) {
 		t.Errorf("Missed over the repeated hour = %v %v, want 02:30 CEST (00:30 UTC)", got, ok)
 	}
 }
+
+// KeyFor compares ticks, not text: the spellings of one set of ticks in
+// one zone (UTC under any of its names) are one schedule; changing a tick,
+// the zone or the data makes another. Days follow cron's rule: with
+// neither day field *, a day matching either counts.
+func TestScheduleKeyForComparesTicks(t *testing.T) {
+	key := func(cron, tz string, data map[string]any) string {
+		t.Helper()
+		s := &workflow.Schedule{Cron: cron, Timezone: tz, Data: data}
+		if _, err := s.Check(); err != nil {
+			t.Fatalf("%q in %q: %v", cron, tz, err)
+		}
+		k, err := s.KeyFor("report-v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	base := key("0 0 * * *", "", nil)
+	for _, same := range [][2]string{{"@daily", ""}, {"@midnight", ""}, {"0 0 ? * *", ""}, {"0 0 * * SUN-SAT", ""}, {"0 0 * * 0-6", "UTC"},
+		{"0 0 * * *", "Etc/UTC"}, {"0 0 * * *", "Zulu"}, {"00 00 * * *", ""}, {"0 0 1-31 * *", ""}, {"0 0 1-31 * MON", ""}, {"0 0 * 1-12 *", ""}, {"0 0 * * 1-7", ""}} {
+		if got := key(same[0], same[1], nil); got != base {
+			t.Errorf("%q in %q is not the same schedule as \"0 0 * * *\" in UTC", same[0], same[1])
+		}
+	}
+	for _, other := range [][2]string{{"0 1 * * *", ""}, {"0 0 * * MON", ""}, {"0 0 13 * *", ""}, {"0 0 13 * FRI", ""}, {"0 0 * 1-11 *", ""},
+		{"0 0 * * *", "Europe/London"}, {"*/30 0 * * *", ""}} {
+		if got := key(other[0], other[1], nil); got == base {
+			t.Errorf("%q in %q is taken for the same schedule as \"0 0 * * *\" in UTC", other[0], other[1])
+		}
+	}
+	if key("0 0 13 * FRI", "", nil) == key("0 0 13 * *", "", nil) || key("0 0 13 * FRI", "", nil) == key("0 0 * * FRI", "", nil) {
+		t.Error("13th-or-Friday is taken for the 13th or for Fridays")
+	}
+	if key("0 0 * * *", "", map[string]any{"k": 1}) == base {
+		t.Error("other data is taken for the same schedule")
+	}
+	// In a file: "@daily" beside "0 0 * * *" is a duplicate.
+	wantProblem(t, "duplicate ticks", strings.Replace(scheduleYAML, `  - {cron: "@daily"}`, `  - {cron: "@daily"}
+  - {cron: "0 0 * * SUN-SAT", timezone: Etc/UTC}`, 1), `schedules[2]: schedule is the same as schedules[1]`)
+}
+
+// 7 in the day-of-week field is Sunday, as in Vixie cron and cronie.
+func TestScheduleDayOfWeekSevenIsSunday(t *testing.T) {
+	from := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) // a Wednesday
+	for cron, want := range map[string][]string{
+		"0 9 * * 7":     {"12-06 09:00 UTC", "12-13 09:00 UTC"},
+		"0 9 * * 5-7":   {"12-04 09:00 UTC", "12-05 09:00 UTC", "12-06 09:00 UTC", "12-11 09:00 UTC"},
+		"0 9 * * 1-7/3": {"12-03 09:00 UTC", "12-06 09:00 UTC", "12-07 09:00 UTC"},
+		"0 9 * * 3,7":   {"12-06 09:00 UTC", "12-09 09:00 UTC"},
+	} {
+		s := &workflow.Schedule{Cron: cron}
+		if _, err := s.Check(); err != nil {
+			t.Errorf("%q: %v", cron, err)
+			continue
+		}
+		if got := ticks(s, from, len(want)); strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Errorf("%q: ticks %v, want %v", cron, got, want)
+		}
+	}
+	if _, err := (&workflow.Schedule{Cron: "0 9 * * 8"}).Check(); err == nil {
+		t.Error("day-of-week 8 was accepted")
+	}
+}

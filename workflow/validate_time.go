@@ -179,10 +179,15 @@ func (v *validator) schedules() {
 		if cerr != nil {
 			continue // its key holds what did not compile (an unknown zone counts as UTC): not compared
 		}
-		if j, dup := seen[key]; dup {
-			v.errf(p, "schedule is the same as schedules[%d] (cron, timezone and data); to start two runs a tick, give them different data", j)
+		same, err := duplicateKey(v.def.ID, s)
+		if err != nil {
+			v.errf(p+".data", "data must be JSON values: %s", oneLine(err.Error()))
+			continue
 		}
-		seen[key] = i
+		if j, dup := seen[same]; dup {
+			v.errf(p, "schedule is the same as schedules[%d] (the same ticks in the same zone, and the same data); to start two runs a tick, give them different data", j)
+		}
+		seen[same] = i
 		s.key = key
 	}
 }
