@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -154,7 +155,7 @@ func LoadFile(name string) (*Definition, error) {
 // messages; fsys (may be nil) is where `file` and skill `path` entries are
 // read from.
 func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
-	body, fw, err := decodeFile(source, src)
+	body, fw, unknown, err := decodeFile(source, src)
 	if err != nil {
 		return nil, err
 	}
@@ -191,10 +192,11 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 	}
 	pos := func(p string) (int, int) { return position(body, p) }
 	def, err := build(d, pos)
-	if len(problems) > 0 {
+	if len(problems) > 0 || len(unknown) > 0 {
 		for i := range problems {
 			problems[i].Line, problems[i].Col = pos(problems[i].Path)
 		}
+		problems = append(problems, unknown...)
 		var ve *ValidationError
 		if errors.As(err, &ve) {
 			problems = append(problems, ve.Problems...)
@@ -207,30 +209,39 @@ func Load(source string, src []byte, fsys fs.FS) (*Definition, error) {
 
 // decodeFile parses src into the file format. The YAML library can panic on
 // some malformed documents; that becomes an error here, never a crash.
-func decodeFile(source string, src []byte) (body ast.Node, fw fileWorkflow, err error) {
+//
+// Keys the format does not have are returned as problems (unknown), with
+// the file decoded without them, so that they are reported beside every
+// other problem; a value of the wrong kind still stops decoding.
+func decodeFile(source string, src []byte) (body ast.Node, fw fileWorkflow, unknown []Problem, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ValidationError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file's structure cannot be decoded (a value has the wrong shape, e.g. a scalar where a list belongs): %v", v)}}}
 		}
 	}()
 	if len(src) > MaxFileSize {
-		return nil, fw, &ValidationError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file is %d bytes, over the limit of %d (4 MiB) for a workflow file; move long texts into resource and skill files", len(src), MaxFileSize)}}}
+		return nil, fw, nil, &ValidationError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file is %d bytes, over the limit of %d (4 MiB) for a workflow file; move long texts into resource and skill files", len(src), MaxFileSize)}}}
 	}
 	file, perr := parser.ParseBytes(src, 0)
 	if perr != nil {
-		return nil, fw, yamlError(source, perr)
+		return nil, fw, nil, yamlError(source, perr)
 	}
 	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
-		return nil, fw, &ValidationError{Source: source, Problems: []Problem{{Message: "the file must hold exactly one workflow document"}}}
+		return nil, fw, nil, &ValidationError{Source: source, Problems: []Problem{{Message: "the file must hold exactly one workflow document"}}}
 	}
 	body = file.Docs[0].Body
 	if p := checkExpansion(body); p != nil {
-		return nil, fw, &ValidationError{Source: source, Problems: []Problem{*p}}
+		return nil, fw, nil, &ValidationError{Source: source, Problems: []Problem{*p}}
 	}
-	if derr := yaml.NodeToValue(body, &fw, yaml.Strict()); derr != nil {
-		return nil, fw, yamlError(source, derr)
+	unknown = unknownFields(body, reflect.TypeFor[fileWorkflow](), "")
+	opts := []yaml.DecodeOption{yaml.Strict()}
+	if len(unknown) > 0 {
+		opts = nil // reported as problems, beside the others
 	}
-	return body, fw, nil
+	if derr := yaml.NodeToValue(body, &fw, opts...); derr != nil {
+		return nil, fw, nil, yamlError(source, derr)
+	}
+	return body, fw, unknown, nil
 }
 
 func (fs *fileState) toState(name string, fsys fs.FS) (*State, []Problem) {

@@ -291,7 +291,7 @@ func TestTimerProblems(t *testing.T) {
 	} {
 		wantProblem(t, name, head+tc.timer+"\n", tc.want)
 	}
-	if _, err := workflow.Load("w.yaml", []byte(head+"      - {after: 5m, action: stop, when: 3}\n"), nil); err == nil || !strings.Contains(err.Error(), `[10:35] unknown field "when"`) {
+	if _, err := workflow.Load("w.yaml", []byte(head+"      - {after: 5m, action: stop, when: 3}\n"), nil); err == nil || !strings.Contains(err.Error(), `w.yaml:10:35: states.A.timers[0].when: unknown field "when"`) {
 		t.Errorf("unknown timer field: %v", err)
 	}
 	// Fields the timer leaves out may come from the run's data.

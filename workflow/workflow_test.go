@@ -140,8 +140,25 @@ func asValidation(err error, target **workflow.ValidationError) bool {
 
 func TestUnknownFieldsAndSyntaxErrorsHavePositions(t *testing.T) {
 	_, err := workflow.Load("typo.yaml", []byte("workflow_id: a-b\ninitial_state: A\nstates:\n  A:\n    hnt: typo\n"), nil)
-	if err == nil || !strings.Contains(err.Error(), "[5:5]") || !strings.Contains(err.Error(), "hnt") {
+	if err == nil || !strings.Contains(err.Error(), `typo.yaml:5:5: states.A.hnt: unknown field "hnt"`) {
 		t.Fatalf("unknown field: %v", err)
+	}
+	// Every unknown field is named, each at its place, beside the file's
+	// other problems (the decoder alone stops at the first).
+	var ve *workflow.ValidationError
+	_, err = workflow.Load("typos.yaml", []byte("workflow_id: a-b\ninitial_state: A\nstates:\n  A:\n    colour: red\n    timers: [{after: 0s, action: go, when: 3}]\n  B: {shade: blue}\ntransitions:\n  - {from: A, action: go, to: C, colour: 1}\n"), nil)
+	if !asValidation(err, &ve) {
+		t.Fatalf("several unknown fields: %v", err)
+	}
+	for _, want := range []string{`typos.yaml:5:5: states.A.colour: unknown field "colour"`, `typos.yaml:6:38: states.A.timers[0].when: unknown field "when"`,
+		`typos.yaml:7:7: states.B.shade: unknown field "shade"`, `typos.yaml:9:34: transitions[0].colour: unknown field "colour"`,
+		`states.A.timers[0].after: after must be more than 0`, `transitions[0].to: transition "go" goes to state "C"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	if len(ve.Problems) != 6 {
+		t.Errorf("%d problems, want 6:\n%v", len(ve.Problems), err)
 	}
 	_, err = workflow.Load("syntax.yaml", []byte("workflow_id: [unclosed\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "syntax.yaml") {
