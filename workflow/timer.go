@@ -128,9 +128,12 @@ func (t *Timer) DueAt(state string, data map[string]any, entered time.Time) (tim
 	}
 }
 
-// lastDue is the latest due time a store keeps (nanoseconds since 1970
-// in an int64).
-var lastDue = time.Unix(0, math.MaxInt64).UTC()
+// lastDue is the latest due time a timer may have: the whole second
+// before the latest time a store keeps (nanoseconds since 1970 in an
+// int64, 2262-04-11T23:47:16.854775807Z), so that every due time stays
+// below what GET /runs?due_before= is clamped to (a due_before past 2262
+// lists every run with a timer).
+var lastDue = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
 
 // inRange returns at as a timer's due time: a time before 1970 (the zero
 // time among them) is long past, so the timer is due when the state is

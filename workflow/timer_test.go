@@ -186,6 +186,10 @@ func TestDueTimers(t *testing.T) {
 		{"a number", map[string]any{"due_at": 5, "day": "2026-06-01T00:00:00Z"}, true, "yields int"},
 		{"not RFC 3339", map[string]any{"due_at": "next tuesday", "day": "2026-06-01T00:00:00Z"}, true, `"next tuesday" is not an RFC 3339 time`},
 		{"after 2262", map[string]any{"due_at": "3000-01-01T00:00:00Z", "day": "2026-06-01T00:00:00Z"}, true, "after 2262-04-11T23:47:16Z"},
+		// Within the last second a store keeps: past what GET /runs
+		// ?due_before= is clamped to, so a timer there would be listed by
+		// no due_before.
+		{"the last storable instant", map[string]any{"due_at": "2262-04-11T23:47:16.854775807Z", "day": "2026-06-01T00:00:00Z"}, true, "after 2262-04-11T23:47:16Z"},
 	} {
 		due := s.DueTimers(tc.data, entered)
 		var te *workflow.TimerError
