@@ -257,6 +257,9 @@ func (s *Schedule) Next(t time.Time) time.Time {
 			// forever.
 			return time.Time{}
 		}
+		if o, ok := oddShiftTick(s.spec, from, n); ok {
+			n = o
+		}
 		if g, ok := gapTick(s.spec, from, n); ok {
 			return g.In(t.Location())
 		}
@@ -313,6 +316,73 @@ func gapTick(spec *cron.SpecSchedule, from, n time.Time) (time.Time, bool) {
 		before.Location = time.FixedZone("", offA)
 		if m := before.Next(at.Add(-time.Second)); !m.IsZero() && m.Before(at.Add(time.Duration(offB-offA)*time.Second)) {
 			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// oddShiftTick returns the first tick in (from, n) on a day whose clocks
+// moved by other than whole hours (Australia/Lord_Howe's half-hour
+// daylight saving shift), when there is one: robfig/cron steps such a day
+// by real hours, whose wall-clock times then end in :30, and passes over
+// its ticks. The day's ticks are found by their wall-clock times instead.
+func oddShiftTick(spec *cron.SpecSchedule, from, n time.Time) (time.Time, bool) {
+	loc := spec.Location
+	const step = 12 * time.Hour
+	for a := from; a.Before(n); a = a.Add(step) {
+		b := a.Add(step)
+		if b.After(n) {
+			b = n
+		}
+		_, offA := a.In(loc).Zone()
+		_, offB := b.In(loc).Zone()
+		if offA == offB || (offB-offA)%3600 == 0 {
+			continue
+		}
+		// The days of a and b in loc hold the shift: try each of their
+		// wall-clock ticks, earliest first.
+		for _, t := range []time.Time{a, b} {
+			day := t.In(loc)
+			if m, ok := dayTick(spec, day, from, n); ok {
+				return m, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// dayTick returns the first of spec's ticks on day's date (in its zone)
+// that exists on the clocks and falls in (from, n).
+func dayTick(spec *cron.SpecSchedule, day time.Time, from, n time.Time) (time.Time, bool) {
+	const star = uint64(1) << 63
+	loc := day.Location()
+	if spec.Month&(1<<uint(day.Month())) == 0 {
+		return time.Time{}, false
+	}
+	domMatch := spec.Dom&(1<<uint(day.Day())) != 0
+	dowMatch := spec.Dow&(1<<uint(day.Weekday())) != 0
+	if spec.Dom&star != 0 || spec.Dow&star != 0 {
+		if !domMatch || !dowMatch {
+			return time.Time{}, false
+		}
+	} else if !domMatch && !dowMatch {
+		return time.Time{}, false
+	}
+	for h := range 24 {
+		if spec.Hour&(1<<uint(h)) == 0 {
+			continue
+		}
+		for m := range 60 {
+			if spec.Minute&(1<<uint(m)) == 0 {
+				continue
+			}
+			t := time.Date(day.Year(), day.Month(), day.Day(), h, m, 0, 0, loc)
+			if w := t.In(loc); w.Hour() != h || w.Minute() != m {
+				continue // in a gap: gapTick's to decide
+			}
+			if t.After(from) && t.Before(n) {
+				return t, true
+			}
 		}
 	}
 	return time.Time{}, false

@@ -333,3 +333,36 @@ func TestScheduleDayOfWeekSevenIsSunday(t *testing.T) {
 		t.Error("day-of-week 8 was accepted")
 	}
 }
+
+// A zone whose clocks move by half an hour (Australia/Lord_Howe) keeps
+// every day's ticks: on the day they go back (02:00 +11 → 01:30 +10:30)
+// 02:00 and 03:00 happen once and fire, 01:45 (twice) fires once; on the
+// day they go forward (02:00 +10:30 → 02:30 +11) 02:15, in the gap,
+// fires at its end, once, and 03:00 fires.
+func TestScheduleNextAcrossAHalfHourShift(t *testing.T) {
+	for _, tc := range []struct {
+		cron string
+		from time.Time
+		want []string
+	}{
+		{"0 2 * * *", time.Date(2026, 4, 3, 0, 0, 0, 0, time.UTC), []string{"04-04 02:00 +1100", "04-05 02:00 +1030", "04-06 02:00 +1030"}},
+		{"0 3 * * *", time.Date(2026, 4, 3, 0, 0, 0, 0, time.UTC), []string{"04-04 03:00 +1100", "04-05 03:00 +1030", "04-06 03:00 +1030"}},
+		{"45 1 * * *", time.Date(2026, 4, 3, 0, 0, 0, 0, time.UTC), []string{"04-04 01:45 +1100", "04-05 01:45 +1100", "04-06 01:45 +1030"}},
+		{"15 2 * * *", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC), []string{"10-03 02:15 +1030", "10-04 02:30 +1100", "10-05 02:15 +1100"}},
+		{"0 3 * * *", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC), []string{"10-03 03:00 +1030", "10-04 03:00 +1100", "10-05 03:00 +1100"}},
+	} {
+		s := &workflow.Schedule{Cron: tc.cron, Timezone: "Australia/Lord_Howe"}
+		if _, err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		from := tc.from
+		for range tc.want {
+			from = s.Next(from)
+			got = append(got, from.In(s.Location()).Format("01-02 15:04 -0700"))
+		}
+		if strings.Join(got, ", ") != strings.Join(tc.want, ", ") {
+			t.Errorf("%q from %s: %v, want %v", tc.cron, tc.from.Format(time.DateOnly), got, tc.want)
+		}
+	}
+}
