@@ -51,7 +51,12 @@ func (f *clientFlags) addFlags(cmd *cobra.Command, serverHelp string) {
 }
 
 // agentFlags are the flags every agent command has.
-type agentFlags struct{ clientFlags }
+type agentFlags struct {
+	clientFlags
+	// asked and source are the server client chose for a run and why
+	// (serverFor's rule), for fail's hint.
+	asked, source string
+}
 
 func (f *agentFlags) add(cmd *cobra.Command) {
 	f.addFlags(cmd, serverHelp)
@@ -64,7 +69,20 @@ func (f *agentFlags) client(env *Env, runID string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if runID != "" {
+		f.asked, f.source = server, serverSource(env, f.server, runID)
+	}
 	return agentClient(env, server)
+}
+
+// fail is agentError, with a run not found told which server was asked
+// and why that one: a run of another server is not found on the default.
+func (f *agentFlags) fail(out io.Writer, err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Code == protocol.ENotFound && f.asked != "" {
+		ce.Hint = strings.TrimSpace(ce.Hint) + fmt.Sprintf(" (Asked %s, %s: if the run lives on another server, pass --server URL or set ASMP_URL.)", f.asked, f.source)
+	}
+	return agentError(out, f.json, err)
 }
 
 func agentGetenv(env *Env) func(string) string {
@@ -171,23 +189,23 @@ The run's server is remembered, so later commands need only the run id.`,
 			if data != "" {
 				m, err := readDataFlag(env, data)
 				if err != nil {
-					return agentError(out, f.json, err)
+					return f.fail(out, err)
 				}
 				initial = m
 			}
 			c, err := agentClient(env, server)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			ctx := cmd.Context()
 			run, err := c.StartRun(ctx, workflowID, initial)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			agentRemember(env, c.BaseURL(), run)
 			cli, err := c.CLI(ctx, run.RunID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: run, CLI: cli})
 		},
@@ -257,12 +275,12 @@ against (If-Match); otherwise nothing happens and the error says so.`,
 			runID, input := args[0], args[1:]
 			c, err := f.client(env, runID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			ctx := cmd.Context()
 			frame, cli, err := loadRun(ctx, c, runID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			var action string
 			var in map[string]any
@@ -277,7 +295,7 @@ against (If-Match); otherwise nothing happens and the error says so.`,
 				action, in, err = client.ResolveArgs(cli, frame.Frame, input)
 			}
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			match := frame.ETag
 			if ifMatch != "" {
@@ -289,12 +307,12 @@ against (If-Match); otherwise nothing happens and the error says so.`,
 					ce := err.(*client.Error)
 					ce.Hint += " Nothing was fired; run `asmp show " + runID + "` and decide again."
 				}
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			agentRemember(env, c.BaseURL(), next)
 			ncli, err := c.CLI(ctx, runID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			return printRun(out, f.json, runView{Server: c.BaseURL(), Frame: next, CLI: ncli,
 				Fired: &fired{Action: action, Input: in, From: frame.State, To: next.State}})
@@ -329,17 +347,17 @@ func newShowCmd(env *Env) *cobra.Command {
 			out := cmd.OutOrStdout()
 			c, err := f.client(env, args[0])
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			frame, cli, err := loadRun(cmd.Context(), c, args[0])
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			agentRemember(env, c.BaseURL(), frame)
 			if history && !f.json {
 				log, err := c.Events(cmd.Context(), args[0])
 				if err != nil {
-					return agentError(out, f.json, err)
+					return f.fail(out, err)
 				}
 				writeEvents(out, log)
 				fmt.Fprintln(out)
@@ -370,7 +388,7 @@ after a dropped connection.`,
 			runID := args[0]
 			c, err := f.client(env, runID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			return agentError(out, f.json, watchRun(cmd.Context(), out, cmd.ErrOrStderr(), c, runID, f.json, untilIdle, heartbeats))
 		},

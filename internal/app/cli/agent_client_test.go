@@ -199,7 +199,10 @@ func TestAgentModeConfigWizard(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &body); err != nil || body.Error["status"] != 403.0 || body.Error["code"] != "forbidden" {
 		t.Fatalf("--json error = %s (%v)", r.stdout, err)
 	}
-	a.fails([]string{"show", "0190aaaa-0000-7000-8000-000000000000", "--server", url}, "Run not found")
+	a.fails([]string{"show", "0190aaaa-0000-7000-8000-000000000000", "--server", url}, "(Asked "+url+", as --server says: if the run lives on another server, pass --server URL or set ASMP_URL.)")
+	a.env = append(a.env, "ASMP_URL="+url)
+	a.fails([]string{"show", "0190aaaa-0000-7000-8000-000000000001"}, "(Asked "+url+", as $ASMP_URL says")
+	a.env = a.env[:len(a.env)-1]
 	// ASMP_URL comes before the run's remembered server.
 	a.env = append(a.env, "ASMP_URL=http://127.0.0.1:1")
 	a.fails([]string{"show", id}, "cannot reach the ASMP server at http://127.0.0.1:1")

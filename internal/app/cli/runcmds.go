@@ -37,20 +37,20 @@ JSON object. The result is printed as JSON; the run does not move.`,
 			runID, tool, input := args[0], args[1], args[2:]
 			c, err := f.client(env, runID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			ctx := cmd.Context()
 			frame, err := c.Frame(ctx, runID)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			in, err := toolInput(frame.Frame, tool, input)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			res, err := c.InvokeTool(ctx, runID, tool, in)
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			if f.json {
 				return writeJSON(out, map[string]any{"server": c.BaseURL(), "run_id": runID, "tool": tool, "input": in, "result": res})
@@ -115,11 +115,11 @@ func newEventsCmd(env *Env) *cobra.Command {
 			out := cmd.OutOrStdout()
 			c, err := f.client(env, args[0])
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			log, err := c.Events(cmd.Context(), args[0])
 			if err != nil {
-				return agentError(out, f.json, err)
+				return f.fail(out, err)
 			}
 			if f.json {
 				return writeJSON(out, log)

@@ -26,3 +26,21 @@ func serverFor(env *Env, flag, runID string) string {
 	}
 	return DefaultServer
 }
+
+// serverSource says why serverFor chose its server, for hints.
+func serverSource(env *Env, flag, runID string) string {
+	switch {
+	case flag != "":
+		return "as --server says"
+	case agentGetenv(env)("ASMP_URL") != "":
+		return "as $ASMP_URL says"
+	}
+	if runID != "" {
+		if st, err := agentState(env); err == nil {
+			if _, ok, err := st.Lookup(runID); err == nil && ok {
+				return "the server this run was remembered on"
+			}
+		}
+	}
+	return "the default: no --server, no $ASMP_URL and no server remembered for this run"
+}
