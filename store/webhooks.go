@@ -222,6 +222,17 @@ func CheckPrune(limit int) error {
 	return nil
 }
 
+// ApplyUpdate runs an UpdateSubscription's update on sub, the stored
+// value of subscription id, and checks the result as PutSubscription
+// would; the ID stays id whatever update did. Backends call it.
+func ApplyUpdate(id string, sub *Subscription, update func(*Subscription) error) error {
+	if err := update(sub); err != nil {
+		return err
+	}
+	sub.ID = id
+	return CheckSubscription(*sub)
+}
+
 // CheckSubscription checks what PutSubscription stores: an ID and a URL.
 func CheckSubscription(sub Subscription) error {
 	if sub.ID == "" || sub.URL == "" {

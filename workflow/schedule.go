@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +61,12 @@ func duplicateKey(id string, s *Schedule) (string, error) {
 			return "", err
 		}
 	}
-	raw, err := json.Marshal(map[string]any{"workflow_id": id, "ticks": ticksOf(s.spec), "timezone": zoneName(s.Location()), "data": s.Data})
+	return hashKey("ticks:", map[string]any{"workflow_id": id, "ticks": ticksOf(s.spec), "timezone": zoneName(s.Location()), "data": s.Data})
+}
+
+// hashKey is prefix and a hash of v's RFC 8785 canonical JSON.
+func hashKey(prefix string, v map[string]any) (string, error) {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return "", err
 	}
@@ -69,7 +75,7 @@ func duplicateKey(id string, s *Schedule) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(c)
-	return "ticks:" + hex.EncodeToString(sum[:16]), nil
+	return prefix + hex.EncodeToString(sum[:16]), nil
 }
 
 // ticksOf describes the instants spec fires at, the same for every
@@ -114,16 +120,7 @@ func zoneName(loc *time.Location) string {
 
 // scheduleKey computes Key for the schedule of workflow id.
 func scheduleKey(id string, s *Schedule) (string, error) {
-	raw, err := json.Marshal(map[string]any{"workflow_id": id, "cron": strings.Join(strings.Fields(s.Cron), " "), "timezone": s.Location().String(), "data": s.Data})
-	if err != nil {
-		return "", err
-	}
-	c, err := jcs.Transform(raw)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(c)
-	return "sched:" + hex.EncodeToString(sum[:16]), nil
+	return hashKey("sched:", map[string]any{"workflow_id": id, "cron": strings.Join(strings.Fields(s.Cron), " "), "timezone": s.Location().String(), "data": s.Data})
 }
 
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -282,19 +279,39 @@ func (s *Schedule) hourly() bool {
 	return s.spec.Hour&all == all
 }
 
+// zoneShift is a window (a, b] in which a zone's offset changed, from
+// offA to offB (seconds east of UTC).
+type zoneShift struct {
+	a, b       time.Time
+	offA, offB int
+}
+
+// zoneShifts yields the 12-hour windows of (from, n] in which loc's offset
+// changes (a zone changes it at most once in 12 hours).
+func zoneShifts(loc *time.Location, from, n time.Time) iter.Seq[zoneShift] {
+	return func(yield func(zoneShift) bool) {
+		const step = 12 * time.Hour
+		for a := from; a.Before(n); a = a.Add(step) {
+			b := a.Add(step)
+			if b.After(n) {
+				b = n
+			}
+			_, offA := a.In(loc).Zone()
+			_, offB := b.In(loc).Zone()
+			if offA != offB && !yield(zoneShift{a, b, offA, offB}) {
+				return
+			}
+		}
+	}
+}
+
 // gapTick returns the end of a daylight saving gap in (from, n] (the
 // instant the clocks jumped forward) when spec has a tick at a wall-clock
 // time the gap skipped; robfig/cron's Next passes over such ticks.
 func gapTick(spec *cron.SpecSchedule, from, n time.Time) (time.Time, bool) {
 	loc := spec.Location
-	const step = 12 * time.Hour
-	for a := from; a.Before(n); a = a.Add(step) {
-		b := a.Add(step)
-		if b.After(n) {
-			b = n
-		}
-		_, offA := a.In(loc).Zone()
-		_, offB := b.In(loc).Zone()
+	for sh := range zoneShifts(loc, from, n) {
+		a, b, offA, offB := sh.a, sh.b, sh.offA, sh.offB
 		if offB <= offA {
 			continue
 		}
@@ -328,20 +345,13 @@ func gapTick(spec *cron.SpecSchedule, from, n time.Time) (time.Time, bool) {
 // its ticks. The day's ticks are found by their wall-clock times instead.
 func oddShiftTick(spec *cron.SpecSchedule, from, n time.Time) (time.Time, bool) {
 	loc := spec.Location
-	const step = 12 * time.Hour
-	for a := from; a.Before(n); a = a.Add(step) {
-		b := a.Add(step)
-		if b.After(n) {
-			b = n
-		}
-		_, offA := a.In(loc).Zone()
-		_, offB := b.In(loc).Zone()
-		if offA == offB || (offB-offA)%3600 == 0 {
+	for sh := range zoneShifts(loc, from, n) {
+		if (sh.offB-sh.offA)%3600 == 0 {
 			continue
 		}
 		// The days of a and b in loc hold the shift: try each of their
 		// wall-clock ticks, earliest first.
-		for _, t := range []time.Time{a, b} {
+		for _, t := range []time.Time{sh.a, sh.b} {
 			day := t.In(loc)
 			if m, ok := dayTick(spec, day, from, n); ok {
 				return m, true

@@ -263,11 +263,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, id string, update func(*
 		return fmt.Errorf("memstore: subscription %s: %w", id, store.ErrNotFound)
 	}
 	sub := cloneSub(*cur)
-	if err := update(&sub); err != nil {
-		return err
-	}
-	sub.ID = id
-	if err := store.CheckSubscription(sub); err != nil {
+	if err := store.ApplyUpdate(id, &sub, update); err != nil {
 		return err
 	}
 	s.wh.put(sub)

@@ -136,11 +136,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, id string, update func(*
 		if err != nil {
 			return fmt.Errorf("postgres: get subscription %s: %w", id, err)
 		}
-		if err := update(&sub); err != nil {
-			return err
-		}
-		sub.ID = id
-		if err := store.CheckSubscription(sub); err != nil {
+		if err := store.ApplyUpdate(id, &sub, update); err != nil {
 			return err
 		}
 		return putSubscription(ctx, tx, sub)
